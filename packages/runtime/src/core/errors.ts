@@ -1,0 +1,82 @@
+/**
+ * The one error root of Airlock. Every failure that crosses a boundary is an
+ * AirlockError with a stable string `code`; adapters translate foreign errors
+ * (runsc exit codes, SQLITE_BUSY, ENOSPC) into one of these. The HTTP status of
+ * each code lives in one table (`ERROR_STATUS`), never at the throw site.
+ */
+
+/** Every stable error code the product emits. Extend, never rename. */
+export const ERROR_STATUS = {
+  INVALID_ARGUMENTS: 400,
+  INVALID_REQUEST: 400,
+  INVALID_CONTRACT: 400,
+  UNAUTHORIZED: 401,
+  POLICY_DENIED: 403,
+  APPROVAL_DENIED: 403,
+  APPROVAL_EXPIRED: 403,
+  RUNAWAY_DETECTED: 429,
+  BUDGET_EXCEEDED: 429,
+  NOT_FOUND: 404,
+  SESSION_NOT_FOUND: 404,
+  IMAGE_NOT_FOUND: 404,
+  SNAPSHOT_NOT_FOUND: 404,
+  APPROVAL_NOT_FOUND: 404,
+  FILE_NOT_FOUND: 404,
+  INVALID_STATE: 409,
+  SESSION_BUSY: 409,
+  APPROVAL_ALREADY_DECIDED: 409,
+  IMAGE_EXISTS: 409,
+  FILE_EXISTS: 409,
+  EDIT_NO_MATCH: 422,
+  EDIT_AMBIGUOUS: 422,
+  NOT_A_DIRECTORY: 422,
+  IS_A_DIRECTORY: 422,
+  PAYLOAD_TOO_LARGE: 413,
+  INVALID_IMAGE: 422,
+  SNAPSHOT_CORRUPT: 422,
+  DISK_FULL: 507,
+  DRIVER_UNAVAILABLE: 503,
+  DRIVER_FAILED: 500,
+  SANDBOX_DIED: 500,
+  AUDIT_UNAVAILABLE: 503,
+  INTERNAL: 500,
+} as const;
+
+/** A stable error code. */
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** Options of an AirlockError beyond its code and message. */
+export interface AirlockErrorOptions {
+  cause?: unknown;
+  details?: Record<string, unknown>;
+}
+
+/** The root of every error Airlock raises on purpose. The message says what to do. */
+export class AirlockError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, options: AirlockErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AirlockError';
+    this.code = code;
+    this.details = options.details ?? {};
+  }
+
+  /** The HTTP status that this error maps to. */
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+/** True when `value` is an AirlockError (optionally of the given code). */
+export function isAirlockError(value: unknown, code?: ErrorCode): value is AirlockError {
+  return value instanceof AirlockError && (code === undefined || value.code === code);
+}
+
+/** Wraps anything thrown into an AirlockError, keeping AirlockErrors as they are. */
+export function toAirlockError(value: unknown, fallback: ErrorCode = 'INTERNAL'): AirlockError {
+  if (value instanceof AirlockError) return value;
+  const message = value instanceof Error ? value.message : String(value);
+  return new AirlockError(fallback, message, { cause: value });
+}

@@ -1,0 +1,135 @@
+/**
+ * The port between the control plane and an isolation technology. A driver
+ * never sees HTTP, policy or the store; the control plane never runs `runsc`
+ * or `qemu` itself. Every driver passes `drivers/conformance`.
+ */
+
+/** What a driver can do, declared instead of throwing "not implemented". */
+export interface DriverCapabilities {
+  /** checkpoint memory + processes to an image and restore from it */
+  snapshot: boolean;
+  /** restore one checkpoint image into several independent sandboxes */
+  fork: boolean;
+  /** per-sandbox network namespace behind the egress gateway */
+  network: boolean;
+  /** change CPU / memory limits of a running sandbox in place */
+  resize: boolean;
+  /** freeze in place (no CPU, memory kept) and thaw */
+  pause: boolean;
+}
+
+/** Resource limits of one sandbox. */
+export interface SandboxResources {
+  cpus: number;
+  memoryMb: number;
+  /** graceful in-sandbox process limit (RLIMIT_NPROC); the host pids cgroup is a backstop only */
+  maxProcesses: number;
+  diskMb: number;
+}
+
+/** Everything a driver needs to start (or restore) one sandbox. */
+export interface SandboxSpec {
+  /** globally unique id of this sandbox incarnation (a new one after each restore) */
+  sandboxId: string;
+  /** the session it belongs to, for labels and cleanup */
+  sessionId: string;
+  /** read-only root filesystem of the image on the host */
+  rootfsDir: string;
+  /** the session's writable disk on the host (mounted); the driver keeps its layers under it */
+  diskDir: string;
+  /** host directory for the driver's own per-sandbox files (bundle, logs) */
+  stateDir: string;
+  hostname: string;
+  resources: SandboxResources;
+  /** environment of every process started in the sandbox */
+  env: Record<string, string>;
+  /** run the given argv once and exit instead of starting a long-lived machine */
+  oneShot?: { argv: string[] };
+}
+
+/** A running sandbox, as the driver knows it. Serializable: it is stored. */
+export interface SandboxHandle {
+  sandboxId: string;
+  sessionId: string;
+  /** driver-specific data needed to find it again after a restart of the control plane */
+  driverData: Record<string, unknown>;
+}
+
+/** One command to run in a sandbox. */
+export interface ExecRequest {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  stdin?: Uint8Array;
+  timeoutMs: number;
+  /** aborting kills the command (client disconnected) */
+  signal?: AbortSignal;
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+}
+
+/** How a command ended. */
+export interface ExecOutcome {
+  exitCode: number;
+  /** true when the command was killed because it ran past its timeout */
+  timedOut: boolean;
+  /** true when the command was killed because its caller went away */
+  aborted: boolean;
+  durationMs: number;
+}
+
+/** Host resource use of one sandbox, for metering. */
+export interface SandboxUsage {
+  cpuSeconds: number;
+  memoryBytes: number;
+  peakMemoryBytes: number;
+}
+
+/** A sandbox the driver finds on the host, for reconciliation after a crash. */
+export interface SandboxListing {
+  sandboxId: string;
+  status: 'running' | 'paused' | 'stopped' | 'unknown';
+}
+
+/** Result of a checkpoint: where the image is and how big it is. */
+export interface CheckpointResult {
+  imageDir: string;
+  bytes: number;
+  durationMs: number;
+}
+
+/** The versioned sandbox driver contract. */
+export interface SandboxDriver {
+  readonly specificationVersion: 'v1';
+  readonly name: string;
+  readonly capabilities: DriverCapabilities;
+  /** Path inside every sandbox of a static busybox that file operations may use. */
+  readonly toolboxPath: string;
+
+  /** Checks the host can run this driver; throws DRIVER_UNAVAILABLE with the fix. */
+  checkHost(): Promise<void>;
+  /** Starts a long-lived sandbox. */
+  start(spec: SandboxSpec): Promise<SandboxHandle>;
+  /** Runs one command inside a running sandbox. */
+  exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecOutcome>;
+  /** Runs `spec.oneShot` in a fresh sandbox that is destroyed when it ends. */
+  runOnce(spec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome>;
+  /** Saves memory and processes to `imageDir`; stops the sandbox unless leaveRunning. */
+  checkpoint(handle: SandboxHandle, imageDir: string, options: { leaveRunning: boolean }): Promise<CheckpointResult>;
+  /** Starts a sandbox from a checkpoint image. */
+  restore(spec: SandboxSpec, imageDir: string): Promise<SandboxHandle>;
+  /** Freezes the sandbox in place. */
+  pause(handle: SandboxHandle): Promise<void>;
+  /** Thaws a paused sandbox. */
+  unpause(handle: SandboxHandle): Promise<void>;
+  /** Changes CPU and memory limits of a running sandbox. */
+  resize(handle: SandboxHandle, resources: Pick<SandboxResources, 'cpus' | 'memoryMb'>): Promise<void>;
+  /** Host resource use. */
+  usage(handle: SandboxHandle): Promise<SandboxUsage>;
+  /** Whether the sandbox is alive. */
+  status(handle: SandboxHandle): Promise<SandboxListing['status'] | 'missing'>;
+  /** Kills and removes the sandbox and everything the driver made for it (idempotent). */
+  destroy(handle: SandboxHandle): Promise<void>;
+  /** Sandboxes of this driver that exist on the host. */
+  list(): Promise<SandboxListing[]>;
+}

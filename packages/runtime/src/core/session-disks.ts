@@ -1,0 +1,28 @@
+/**
+ * The port for per-session writable disks. Each session owns one disk of a
+ * fixed size (its disk limit); the driver keeps the sandbox's writable layers
+ * and `/workspace` on it. Per-call sandboxes and forks use the same port.
+ */
+
+/** Usage of one session disk. */
+export interface DiskUsage {
+  sizeBytes: number;
+  usedBytes: number;
+}
+
+/** Creates, mounts, copies and destroys session disks on the host. */
+export interface SessionDisks {
+  /** Creates an empty disk of `sizeMb` for the session and mounts it; returns the mounted directory. */
+  create(sessionId: string, sizeMb: number): Promise<string>;
+  /** Mounts the disk if it is not (after a host or control-plane restart); returns the directory. */
+  ensureMounted(sessionId: string): Promise<string>;
+  /** Copies the disk of `fromSessionId` (copy-on-write where the filesystem allows) to a new session. */
+  clone(fromSessionId: string, toSessionId: string): Promise<string>;
+  /** Flushes pending writes of the disk to the host, for a consistent copy or snapshot. */
+  sync(sessionId: string): Promise<void>;
+  /** Unmounts and deletes the disk; idempotent. */
+  destroy(sessionId: string): Promise<void>;
+  usage(sessionId: string): Promise<DiskUsage>;
+  /** Session ids of the disks found on the host, for reconciliation. */
+  list(): Promise<string[]>;
+}
