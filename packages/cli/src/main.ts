@@ -1,0 +1,29 @@
+/** The `airlock` command. */
+import { Command, CommanderError } from 'commander';
+import { registerHostCommands } from './host-commands.js';
+import { registerSessionCommands } from './session-commands.js';
+import { registerExecCommand } from './exec-command.js';
+import { registerFilesCommands } from './files-commands.js';
+import { registerApprovalCommands } from './approval-commands.js';
+import { EXIT_USAGE, reportError } from './output.js';
+
+const program = new Command('airlock')
+  .description('Airlock: an isolated, persistent, resumable machine per agent session; every tool call authorized first.\nReads AIRLOCK_URL and AIRLOCK_TOKEN.')
+  .exitOverride()
+  .showHelpAfterError('(run `airlock --help` for usage)');
+
+registerHostCommands(program);
+registerSessionCommands(program);
+registerExecCommand(program);
+registerFilesCommands(program);
+registerApprovalCommands(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    process.exitCode = error.exitCode === 0 ? 0 : EXIT_USAGE;
+  } else {
+    process.exitCode = reportError(error);
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * A real Airlock installation for end-to-end tests: the server runs as its
+ * own process (so a test can `kill -9` it), on a temp data dir, with the
+ * Debian image built once per machine and shared through AIRLOCK_IMAGES_DIR.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openImageCatalog, openDataDir } from '@airlock/runtime';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The `airlock` executable of this checkout. */
+export const AIRLOCK_BIN = resolve(here, '../../../bin/airlock.js');
+/** Images shared by every test installation on this machine. */
+export const TEST_IMAGES_DIR = process.env['AIRLOCK_TEST_IMAGES_DIR'] ?? '/var/tmp/airlock-test/images';
+
+let imageReady: Promise<void> | undefined;
+
+/** Builds (or reuses) the Debian image for tests. */
+export function ensureTestImage(): Promise<void> {
+  imageReady ??= (async () => {
+    process.env['AIRLOCK_IMAGES_DIR'] = TEST_IMAGES_DIR;
+    const catalog = openImageCatalog(openDataDir(mkdtempSync('/var/tmp/airlock-image-probe-')));
+    const existing = await catalog.list();
+    if (!existing.some((image) => image.name === 'debian-bookworm')) await catalog.buildDebian({});
+  })();
+  return imageReady;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** Result of one CLI run. */
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A server process and the CLI pointed at it. */
+export class TestInstallation {
+  readonly dataDir: string;
+  readonly token = `test-token-${Math.random().toString(36).slice(2)}`;
+  port = 0;
+  private child: ChildProcess | undefined;
+  private log = '';
+
+  private constructor(dataDir: string) {
+    this.dataDir = dataDir;
+  }
+
+  /** Starts a server on a fresh data dir. */
+  static async start(): Promise<TestInstallation> {
+    await ensureTestImage();
+    const installation = new TestInstallation(mkdtempSync('/var/tmp/airlock-e2e-'));
+    installation.port = await freePort();
+    await installation.startServer();
+    return installation;
+  }
+
+  /** Base URL of the API. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Environment for the CLI and SDK. */
+  get env(): NodeJS.ProcessEnv {
+    return { ...process.env, AIRLOCK_URL: this.url, AIRLOCK_TOKEN: this.token, AIRLOCK_IMAGES_DIR: TEST_IMAGES_DIR, AIRLOCK_DATA_DIR: this.dataDir };
+  }
+
+  /** (Re)starts the server process on the same data dir and waits until it answers. */
+  async startServer(): Promise<void> {
+    this.log = '';
+    const child = spawn(process.execPath, [AIRLOCK_BIN, 'serve', '--data-dir', this.dataDir, '--listen', `127.0.0.1:${this.port}`], {
+      env: this.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    child.stdout?.on('data', (chunk: Buffer) => (this.log += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (this.log += chunk.toString()));
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) throw new Error(`airlock serve exited with ${child.exitCode}:\n${this.log}`);
+      try {
+        const response = await fetch(`${this.url}/healthz`);
+        if (response.ok) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`airlock serve did not answer within 60 s:\n${this.log}`);
+  }
+
+  /** What the server printed. */
+  get serverLog(): string {
+    return this.log;
+  }
+
+  /** Kills the server with SIGKILL, as a crash would. */
+  async crashServer(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  /** Stops the server gracefully. */
+  async stopServer(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  }
+
+  /** Runs the CLI synchronously. */
+  cli(args: string[], options: { input?: string | Buffer; env?: NodeJS.ProcessEnv } = {}): CliResult {
+    const result = spawnSync(process.execPath, [AIRLOCK_BIN, ...args], {
+      env: { ...this.env, ...options.env },
+      input: options.input ?? '',
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: 300_000,
+    });
+    return { code: result.status ?? -1, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  }
+
+  /** Runs the CLI without blocking the test's event loop (for calls that wait on another call). */
+  cliAsync(args: string[], options: { input?: string } = {}): Promise<CliResult> {
+    return new Promise((resolveResult) => {
+      const child = spawn(process.execPath, [AIRLOCK_BIN, ...args], { env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.stdin.end(options.input ?? '');
+      child.on('exit', (code) => resolveResult({ code: code ?? -1, stdout, stderr }));
+    });
+  }
+
+  /** Terminates every session, stops the server and removes the data dir. */
+  async destroy(): Promise<void> {
+    if (this.child && this.child.exitCode === null) {
+      const list = this.cli(['sessions', 'ls', '--json']);
+      if (list.code === 0) {
+        for (const session of JSON.parse(list.stdout) as { id: string; state: string }[]) {
+          if (session.state !== 'terminated') this.cli(['sessions', 'rm', session.id]);
+        }
+      }
+    }
+    await this.stopServer();
+    if (existsSync(this.dataDir)) rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Host processes whose command line mentions `needle` (e.g. a sandbox id). */
+export function hostProcessesMatching(needle: string): string[] {
+  const out = spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout;
+  return out.split('\n').filter((line) => line.includes(needle) && !line.includes('ps -eo'));
+}
+
+/** Paths under `root` whose name contains `needle`. */
+export function pathsMatching(root: string, needle: string): string[] {
+  const out = spawnSync('find', [root, '-name', `*${needle}*`], { encoding: 'utf8' }).stdout;
+  return out.split('\n').filter(Boolean);
+}
+
+export { join };

@@ -1,0 +1,52 @@
+/**
+ * The HTTP API: turns requests into calls on the services and their results
+ * or errors into responses. Nothing here decides anything.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import { timingSafeEqual } from 'node:crypto';
+import type { AirlockServices } from './airlock-services.js';
+import { AirlockError } from '../core/errors.js';
+import { errorBody, handleError } from './http-errors.js';
+import { openApiDocument } from './openapi.js';
+import { registerSessionRoutes } from './routes/session-routes.js';
+import { registerToolRoutes } from './routes/tool-routes.js';
+import { registerApprovalRoutes } from './routes/approval-routes.js';
+import { registerImageRoutes } from './routes/image-routes.js';
+
+/** Largest request body accepted (file writes go in one body). */
+export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
+
+/** Options of the HTTP server. */
+export interface HttpServerOptions {
+  token: string;
+  version: string;
+  logger?: boolean;
+}
+
+/** Builds the Fastify app (not yet listening). */
+export function buildHttpServer(services: AirlockServices, options: HttpServerOptions): FastifyInstance {
+  const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
+  const expected = Buffer.from(options.token);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) => {
+    void reply.status(404).send(errorBody(new AirlockError('NOT_FOUND', `no route ${request.method} ${request.url}; see /openapi.json`)));
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.url === '/healthz' || request.url === '/openapi.json') return;
+    const header = request.headers.authorization ?? '';
+    const given = Buffer.from(header.startsWith('Bearer ') ? header.slice(7) : '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      return reply
+        .status(401)
+        .send(errorBody(new AirlockError('UNAUTHORIZED', 'missing or wrong bearer token: set AIRLOCK_TOKEN to the token in the data dir (printed by `airlock serve`)')));
+    }
+  });
+  app.get('/healthz', async () => ({ ok: true, version: options.version }));
+  const document = openApiDocument(options.version);
+  app.get('/openapi.json', async () => document);
+  registerSessionRoutes(app, services);
+  registerToolRoutes(app, services);
+  registerApprovalRoutes(app, services);
+  registerImageRoutes(app, services);
+  return app;
+}

@@ -1,0 +1,90 @@
+/**
+ * The OpenAPI document of the HTTP API, served at /openapi.json. Tool
+ * argument schemas come from the same zod schemas the pipeline validates
+ * with, so the document cannot drift from what the server accepts.
+ */
+import { z } from 'zod';
+import { TOOL_SCHEMAS } from '../core/tool-schemas.js';
+import { ERROR_STATUS } from '../core/errors.js';
+
+const json = (schema: Record<string, unknown>) => ({ content: { 'application/json': { schema } } });
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const errorResponse = { description: 'error', ...json(ref('Error')) };
+const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+
+function op(summary: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { summary, responses: { '200': { description: 'ok' }, '4XX': errorResponse, '5XX': errorResponse }, ...extra };
+}
+
+/** Builds the OpenAPI 3.1 document. */
+export function openApiDocument(version: string): Record<string, unknown> {
+  const toolSchemas: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(TOOL_SCHEMAS)) {
+    toolSchemas[`${name.replace('.', '_')}_arguments`] = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Airlock API', version, description: 'Sessions on isolated machines; every tool call authorized, held for approval where required, and audited.' },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['error'],
+          properties: {
+            error: {
+              type: 'object',
+              required: ['code', 'message'],
+              properties: { code: { type: 'string', enum: Object.keys(ERROR_STATUS) }, message: { type: 'string' }, details: { type: 'object' } },
+            },
+          },
+        },
+        CreateSession: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            image: { type: 'string' },
+            contract: { description: 'session contract (object, or JSON/YAML text)' },
+            mode: { type: 'string', enum: ['machine', 'per-call'] },
+            idleTimeoutSeconds: { type: 'integer', minimum: 1 },
+          },
+        },
+        ...toolSchemas,
+      },
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      '/healthz': { get: op('liveness', { security: [] }) },
+      '/openapi.json': { get: op('this document', { security: [] }) },
+      '/v1/sessions': {
+        get: op('list sessions'),
+        post: op('create a session and start its machine', { requestBody: json(ref('CreateSession')), responses: { '201': { description: 'created' }, '4XX': errorResponse, '5XX': errorResponse } }),
+      },
+      '/v1/sessions/{id}': { parameters: [idParam], get: op('get a session with its meters'), delete: op('terminate: destroy machine, disk and memory images') },
+      '/v1/sessions/{id}/suspend': { parameters: [idParam], post: op('checkpoint memory and processes, stop the machine') },
+      '/v1/sessions/{id}/resume': { parameters: [idParam], post: op('restore the machine where it stopped') },
+      '/v1/sessions/{id}/pause': { parameters: [idParam], post: op('freeze the machine in place') },
+      '/v1/sessions/{id}/guard/reset': { parameters: [idParam], post: op('reset the runaway breaker') },
+      '/v1/sessions/{id}/audit': { parameters: [idParam], get: op('audit records of the session') },
+      '/v1/sessions/{id}/audit/verify': { parameters: [idParam], get: op('verify the hash chain') },
+      '/v1/sessions/{id}/exec': {
+        parameters: [idParam, { name: 'stream', in: 'query', schema: { type: 'boolean' } }],
+        post: op('run a command; with stream=true the answer is NDJSON lines {type: stdout|stderr (base64 data) | outcome | error}', {
+          requestBody: json(ref('exec_arguments')),
+          responses: { '200': { description: 'completed' }, '202': { description: 'held for approval' }, '4XX': errorResponse, '5XX': errorResponse },
+        }),
+      },
+      '/v1/sessions/{id}/tools/{tool}': {
+        parameters: [idParam, { name: 'tool', in: 'path', required: true, schema: { type: 'string', enum: Object.keys(TOOL_SCHEMAS) } }],
+        post: op('run any tool through the airlock', { responses: { '200': { description: 'completed' }, '202': { description: 'held for approval' }, '4XX': errorResponse, '5XX': errorResponse } }),
+      },
+      '/v1/approvals': { get: op('list approvals (state=pending for open ones)') },
+      '/v1/approvals/events': { get: op('server-sent events: approval.requested, approval.decided') },
+      '/v1/approvals/{id}': { parameters: [idParam], get: op('get an approval; waitSeconds long-polls for its outcome') },
+      '/v1/approvals/{id}/approve': { parameters: [idParam], post: op('approve: the call runs once') },
+      '/v1/approvals/{id}/deny': { parameters: [idParam], post: op('deny: the call never runs') },
+      '/v1/images': { get: op('list images') },
+      '/v1/images/{name}': { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], get: op('get an image') },
+    },
+  };
+}

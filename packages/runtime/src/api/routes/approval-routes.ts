@@ -1,0 +1,51 @@
+/** Routes of human approval, including a server-sent event stream of new requests. */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AirlockServices } from '../airlock-services.js';
+import type { ApprovalRecord } from '../../core/approval.js';
+import { parseBody } from '../parse-body.js';
+
+const decisionBody = z.strictObject({ reason: z.string().max(4000).optional(), by: z.string().max(200).optional() });
+
+/** Registers /v1/approvals routes. */
+export function registerApprovalRoutes(app: FastifyInstance, services: AirlockServices): void {
+  app.get<{ Querystring: { sessionId?: string; state?: string } }>('/v1/approvals', async (request) => {
+    const approvals = services.approvals.list({
+      ...(request.query.sessionId === undefined ? {} : { sessionId: request.query.sessionId }),
+      pendingOnly: request.query.state === 'pending',
+    });
+    return { approvals };
+  });
+
+  app.get('/v1/approvals/events', async (request, reply) => {
+    reply.hijack();
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
+    reply.raw.write(': airlock approval events\n\n');
+    const send = (event: string) => (approval: ApprovalRecord) => {
+      reply.raw.write(`event: approval.${event}\nid: ${approval.id}\ndata: ${JSON.stringify(approval)}\n\n`);
+    };
+    const onRequested = send('requested');
+    const onDecided = send('decided');
+    services.approvals.events.on('requested', onRequested);
+    services.approvals.events.on('decided', onDecided);
+    const keepAlive = setInterval(() => reply.raw.write(': keep-alive\n\n'), 15_000);
+    request.raw.on('close', () => {
+      clearInterval(keepAlive);
+      services.approvals.events.off('requested', onRequested);
+      services.approvals.events.off('decided', onDecided);
+    });
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { waitSeconds?: string } }>('/v1/approvals/:id', async (request) => {
+    const waitSeconds = Math.min(Math.max(Number.parseFloat(request.query.waitSeconds ?? '0') || 0, 0), 600);
+    if (waitSeconds > 0) await services.approvals.waitForOutcome(request.params.id, waitSeconds * 1000);
+    return services.approvals.get(request.params.id);
+  });
+
+  for (const verdict of ['approve', 'deny'] as const) {
+    app.post<{ Params: { id: string } }>(`/v1/approvals/:id/${verdict}`, async (request) => {
+      const body = parseBody(decisionBody, request.body ?? {});
+      return services.approvals.decide(request.params.id, verdict, body.by ?? 'api', body.reason ?? null);
+    });
+  }
+}

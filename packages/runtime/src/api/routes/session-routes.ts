@@ -1,0 +1,58 @@
+/** Routes of the session lifecycle. */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AirlockServices } from '../airlock-services.js';
+import { sessionView } from '../session-view.js';
+import { parseBody } from '../parse-body.js';
+import { verifyChain } from '../../audit/hash-chain.js';
+
+const createBody = z.strictObject({
+  image: z.string().min(1).optional(),
+  contract: z.unknown().optional(),
+  mode: z.enum(['machine', 'per-call']).optional(),
+  idleTimeoutSeconds: z.number().int().positive().optional(),
+});
+
+/** Registers /v1/sessions routes. */
+export function registerSessionRoutes(app: FastifyInstance, services: AirlockServices): void {
+  app.post('/v1/sessions', async (request, reply) => {
+    const body = parseBody(createBody, request.body ?? {});
+    let contract = body.contract === undefined ? services.defaultContract() : services.parseContract(body.contract);
+    if (body.idleTimeoutSeconds !== undefined) {
+      contract = services.parseContract({ ...contract, idle: { ...(contract.idle ?? {}), suspendAfterSeconds: body.idleTimeoutSeconds } });
+    }
+    const session = await services.sessions.create({
+      contract,
+      ...(body.image === undefined ? {} : { imageName: body.image }),
+      ...(body.mode === undefined ? {} : { mode: body.mode }),
+    });
+    return reply.status(201).send(sessionView(session));
+  });
+
+  app.get('/v1/sessions', async () => ({ sessions: services.sessions.list().map((session) => sessionView(session)) }));
+
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(services.sessions.get(request.params.id)));
+
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/suspend', async (request) => sessionView(await services.sessions.suspend(request.params.id)));
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/resume', async (request) => sessionView(await services.sessions.resume(request.params.id)));
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/pause', async (request) => sessionView(await services.sessions.pause(request.params.id)));
+  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(await services.sessions.terminate(request.params.id)));
+
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/guard/reset', async (request) => {
+    const session = services.sessions.resetGuard(request.params.id, 'api');
+    return sessionView(session);
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { afterSeq?: string; limit?: string } }>('/v1/sessions/:id/audit', async (request) => {
+    const session = services.sessions.get(request.params.id);
+    const afterSeq = Number.parseInt(request.query.afterSeq ?? '0', 10) || 0;
+    const limit = Math.min(Number.parseInt(request.query.limit ?? '10000', 10) || 10000, 100000);
+    return { sessionId: session.id, records: services.store.listAudit(session.id, { afterSeq, limit }) };
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/audit/verify', async (request) => {
+    const session = services.sessions.get(request.params.id);
+    const result = verifyChain(session.id, services.store.listAudit(session.id), services.store.auditHead(session.id));
+    return { sessionId: session.id, ...result };
+  });
+}

@@ -1,0 +1,42 @@
+/**
+ * The authorization port: decides allow / deny / ask for one tool call of a
+ * session, deterministically, before anything runs. Implemented by the
+ * policy layer (the contract's fast checks, then Cedar).
+ */
+import type { SessionRecord } from './session.js';
+import type { ToolName } from './tool-call.js';
+
+/** What a policy sees of a call (the published Cedar context, see docs/policy-vocabulary.md). */
+export interface AuthorizationContext {
+  tool: ToolName;
+  command: string;
+  programs: string[];
+  argv: string[];
+  analysable: boolean;
+  analysisNotes: string[];
+  path: string;
+  cwd: string;
+  tenant: string;
+  callCount: number;
+  identicalFailures: number;
+  /** 'read' or 'write' for file tools: which filesystem list applies */
+  access: 'read' | 'write' | 'none';
+}
+
+/** The outcome of authorization, carried as a value and audited. */
+export interface PolicyDecision {
+  decision: 'allow' | 'deny' | 'ask';
+  /** ids of the policies that decided */
+  policyIds: string[];
+  /** a sentence the agent can read */
+  reason: string;
+  /** evaluation errors; any error makes the decision deny (fail closed) */
+  errors: string[];
+  /** false in log-only mode: recorded, not enforced */
+  enforced: boolean;
+}
+
+/** Decides tool calls. */
+export interface Authorizer {
+  authorize(session: SessionRecord, context: AuthorizationContext): PolicyDecision;
+}

@@ -1,0 +1,143 @@
+/**
+ * The session: one agent's isolated machine and everything recorded about it.
+ * States follow DESIGN.md: creating → running ⇄ paused ⇄ suspended →
+ * terminated, and failed. A lifecycle operation in progress is recorded as
+ * `pendingOperation` before it touches the sandbox, so that a restart after a
+ * crash knows what was half done.
+ */
+import type { SandboxHandle, SandboxResources } from './sandbox-driver.js';
+import { AirlockError } from './errors.js';
+
+/** Lifecycle states of a session. */
+export type SessionState = 'creating' | 'running' | 'paused' | 'suspended' | 'terminated' | 'failed';
+
+/** Operations that move a session between states; recorded while in flight. */
+export type LifecycleOperation = 'create' | 'suspend' | 'resume' | 'pause' | 'unpause' | 'terminate' | 'resize';
+
+/** How tool calls of a session execute. */
+export type ExecutionMode = 'machine' | 'per-call';
+
+/** Lineage of a forked session. */
+export interface SessionLineage {
+  parentSessionId: string;
+  snapshotId: string;
+  branchIndex: number;
+}
+
+/** Usage charged to a session. */
+export interface SessionMeters {
+  toolCalls: number;
+  cpuSeconds: number;
+  peakMemoryBytes: number;
+  /** integral of memory over running time, in byte-seconds */
+  memoryByteSeconds: number;
+  /** CPU used by earlier sandbox incarnations (before the last restore) */
+  cpuSecondsClosed: number;
+  runningSeconds: number;
+  pausedSeconds: number;
+  suspendedSeconds: number;
+  diskBytes: number;
+  snapshotBytes: number;
+}
+
+/** A session as stored. */
+export interface SessionRecord {
+  id: string;
+  state: SessionState;
+  pendingOperation: LifecycleOperation | null;
+  mode: ExecutionMode;
+  tenant: string;
+  principal: string;
+  imageName: string;
+  imageDigest: string;
+  contractVersion: number;
+  /** the session contract, as validated at creation (immutable) */
+  contract: Record<string, unknown>;
+  resources: SandboxResources;
+  sandbox: SandboxHandle | null;
+  /** incremented on every start or restore; part of the sandbox id */
+  generation: number;
+  /** snapshot the session will resume from while suspended */
+  resumeSnapshotId: string | null;
+  lineage: SessionLineage | null;
+  failure: { code: string; message: string } | null;
+  createdAt: string;
+  updatedAt: string;
+  /** when the state last changed, for wall-time metering */
+  stateSince: string;
+  lastActivityAt: string;
+  meters: SessionMeters;
+  guard: GuardState;
+}
+
+/** State of the runaway breaker of a session. */
+export interface GuardState {
+  /** identical consecutive failures per call key (bounded) */
+  failures: Record<string, number>;
+  /** set when a call key reached the contract's maxIdenticalFailures; a human resets it */
+  tripped: { callKey: string; at: string; count: number } | null;
+}
+
+/** An entry of a session's event history. */
+export interface SessionEvent {
+  sessionId: string;
+  seq: number;
+  at: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+/** A fresh breaker. */
+export function emptyGuard(): GuardState {
+  return { failures: {}, tripped: null };
+}
+
+/** Empty meters for a new session. */
+export function emptyMeters(): SessionMeters {
+  return {
+    toolCalls: 0,
+    cpuSeconds: 0,
+    peakMemoryBytes: 0,
+    memoryByteSeconds: 0,
+    cpuSecondsClosed: 0,
+    runningSeconds: 0,
+    pausedSeconds: 0,
+    suspendedSeconds: 0,
+    diskBytes: 0,
+    snapshotBytes: 0,
+  };
+}
+
+const ALLOWED_FROM: Record<LifecycleOperation, readonly SessionState[]> = {
+  create: ['creating'],
+  suspend: ['running', 'paused'],
+  resume: ['suspended', 'paused'],
+  pause: ['running'],
+  unpause: ['paused'],
+  terminate: ['creating', 'running', 'paused', 'suspended', 'failed'],
+  resize: ['running', 'paused'],
+};
+
+const HINT: Partial<Record<SessionState, string>> = {
+  terminated: 'it was terminated; create a new session',
+  failed: 'it failed; read its failure with `airlock sessions get` and terminate it',
+  suspended: 'it is suspended; resume it first',
+  running: 'it is already running',
+  paused: 'it is paused; the next call wakes it',
+  creating: 'it is still being created; retry in a moment',
+};
+
+/** Throws INVALID_STATE unless `operation` is allowed from the session's current state. */
+export function assertTransition(session: Pick<SessionRecord, 'id' | 'state'>, operation: LifecycleOperation): void {
+  if (ALLOWED_FROM[operation].includes(session.state)) return;
+  throw new AirlockError(
+    'INVALID_STATE',
+    `cannot ${operation} session ${session.id}: ${HINT[session.state] ?? `it is ${session.state}`}`,
+    { details: { sessionId: session.id, state: session.state, operation } },
+  );
+}
+
+/** True for states from which no tool call can ever run again. */
+export function isFinal(state: SessionState): boolean {
+  return state === 'terminated';
+}

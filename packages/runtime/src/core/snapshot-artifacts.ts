@@ -1,0 +1,19 @@
+/**
+ * The port for snapshot bytes on the host (later: object storage). The core
+ * decides when a snapshot is taken and kept; this port seals it with a
+ * checksum, verifies it before every restore, and deletes it.
+ */
+
+/** Stores and verifies snapshot artifacts. */
+export interface SnapshotArtifacts {
+  /** Host directory where a snapshot's files are written. */
+  pathFor(snapshotId: string): string;
+  /** Computes checksum and size of a completed snapshot and records them beside it. */
+  seal(snapshotId: string): Promise<{ checksum: string; sizeBytes: number }>;
+  /** Throws SNAPSHOT_CORRUPT when the files no longer match `checksum`. */
+  verify(snapshotId: string, checksum: string): Promise<void>;
+  /** Deletes the snapshot's bytes; idempotent. */
+  remove(snapshotId: string): Promise<void>;
+  /** Snapshot ids found on the host, for reconciliation. */
+  list(): Promise<string[]>;
+}

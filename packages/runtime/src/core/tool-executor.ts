@@ -1,0 +1,192 @@
+/**
+ * The execute and check steps of the pipeline: runs an authorized call on the
+ * session (its machine, or a fresh per-call sandbox) and shapes the result
+ * (bounded output, valid encoding, timing).
+ */
+import { AirlockError } from './errors.js';
+import type { AuthorizationContext } from './authorizer.js';
+import type { SandboxDriver, ExecRequest } from './sandbox-driver.js';
+import type { SessionService } from './session-service.js';
+import type { SessionRecord } from './session.js';
+import type { ToolName } from './tool-call.js';
+import { decodeContent, type ToolArguments } from './tool-schemas.js';
+import { FileOperations, type CollectedOutput, type SandboxRunner } from './file-operations.js';
+import { OutputCollector, encodeOutput } from './output-collector.js';
+
+/** Where a call's output goes while it runs. */
+export interface ExecutionStreams {
+  signal?: AbortSignal;
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+}
+
+/** Timing of a call, in milliseconds. */
+export interface CallTiming {
+  /** from receipt to the start of execution: validation, policy, waiting for the session */
+  queuedMs: number;
+  /** waking the session from sleep, when it slept */
+  resumeMs: number;
+  runMs: number;
+  totalMs: number;
+}
+
+/** Runs tools on sessions. */
+export class ToolExecutor {
+  private readonly files: FileOperations;
+
+  constructor(
+    private readonly sessions: SessionService,
+    private readonly driver: SandboxDriver,
+  ) {
+    this.files = new FileOperations(driver.toolboxPath);
+  }
+
+  /** The canonical path as the session's sandbox resolves it. */
+  async canonicalPath(session: SessionRecord, lexicalPath: string, followLast: boolean): Promise<string> {
+    const { result } = await this.onSession(session, (run) => this.files.canonical(run, lexicalPath, followLast));
+    return result;
+  }
+
+  /** Executes the call and returns its checked result. `failed` feeds the runaway breaker. */
+  async run(
+    session: SessionRecord,
+    tool: ToolName,
+    rawArgs: Record<string, unknown>,
+    context: AuthorizationContext,
+    streams: ExecutionStreams,
+    receivedAt: Date,
+  ): Promise<{ result: Record<string, unknown>; timing: CallTiming; failed: boolean }> {
+    const started = Date.now();
+    const queuedMs = Math.max(0, started - receivedAt.getTime());
+    const finish = (result: Record<string, unknown>, resumeMs: number, runMs: number, failed: boolean) => ({
+      result,
+      failed,
+      timing: { queuedMs, resumeMs, runMs, totalMs: Date.now() - receivedAt.getTime() },
+    });
+    const path = context.path;
+    switch (tool) {
+      case 'exec': {
+        const args = rawArgs as ToolArguments<'exec'>;
+        const stdout = new OutputCollector();
+        const stderr = new OutputCollector();
+        const argv = args.argv ?? ['/bin/sh', '-c', args.command ?? ''];
+        const request: ExecRequest = {
+          argv,
+          cwd: context.cwd,
+          env: args.env,
+          timeoutMs: args.timeoutMs,
+          onStdout: (chunk) => {
+            stdout.push(chunk);
+            streams.onStdout?.(chunk);
+          },
+          onStderr: (chunk) => {
+            stderr.push(chunk);
+            streams.onStderr?.(chunk);
+          },
+        };
+        if (args.stdin !== undefined) request.stdin = decodeContent(args.stdin, args.stdinEncoding);
+        if (streams.signal) request.signal = streams.signal;
+        const ephemeral = session.mode === 'per-call' || args.ephemeral;
+        let resumeMs = 0;
+        const outcome = ephemeral
+          ? await this.sessions.runEphemeral(session.id, request)
+          : await this.sessions.withMachine(session.id, (handle) => this.driver.exec(handle, request)).then((r) => {
+              resumeMs = r.resumeMs;
+              return r.result;
+            });
+        const out = encodeOutput(stdout.bytes(), stdout.truncated);
+        const err = encodeOutput(stderr.bytes(), stderr.truncated);
+        const result = {
+          exitCode: outcome.exitCode,
+          stdout: out.data,
+          stdoutEncoding: out.encoding,
+          stdoutTruncated: stdout.truncated,
+          stdoutBytes: stdout.total,
+          stderr: err.data,
+          stderrEncoding: err.encoding,
+          stderrTruncated: stderr.truncated,
+          stderrBytes: stderr.total,
+          timedOut: outcome.timedOut,
+          aborted: outcome.aborted,
+          mode: ephemeral ? 'per-call' : 'machine',
+        };
+        return finish(result, resumeMs, outcome.durationMs, outcome.exitCode !== 0);
+      }
+      case 'files.read': {
+        const args = rawArgs as ToolArguments<'files.read'>;
+        const { result: read, resumeMs } = await this.onSession(session, (run) => this.files.read(run, path, args.maxBytes));
+        const encoded = args.encoding === 'base64' ? { data: read.content.toString('base64'), encoding: 'base64' as const } : encodeOutput(read.content, read.truncated);
+        return finish({ path, content: encoded.data, encoding: encoded.encoding, size: read.size, bytes: read.content.length, truncated: read.truncated }, resumeMs, Date.now() - started, false);
+      }
+      case 'files.write': {
+        const args = rawArgs as ToolArguments<'files.write'>;
+        const content = decodeContent(args.content, args.encoding);
+        const { resumeMs } = await this.onSession(session, (run) => this.files.write(run, path, content, { createParents: args.createParents }));
+        return finish({ path, bytes: content.length }, resumeMs, Date.now() - started, false);
+      }
+      case 'files.edit': {
+        const args = rawArgs as ToolArguments<'files.edit'>;
+        const { result: replacements, resumeMs } = await this.onSession(session, async (run) => {
+          const read = await this.files.read(run, path, 64 * 1024 * 1024);
+          if (read.truncated) throw new AirlockError('PAYLOAD_TOO_LARGE', `${path} is larger than 64 MiB; edit it with exec instead`, { details: { path } });
+          const text = read.content.toString('utf8');
+          const count = text.split(args.oldString).length - 1;
+          if (count === 0) throw new AirlockError('EDIT_NO_MATCH', `oldString was not found in ${path}; read the file and copy the text exactly`, { details: { path } });
+          if (count > 1 && !args.replaceAll) {
+            throw new AirlockError('EDIT_AMBIGUOUS', `oldString occurs ${count} times in ${path}; add surrounding lines to make it unique, or pass replaceAll`, { details: { path, occurrences: count } });
+          }
+          const next = args.replaceAll ? text.split(args.oldString).join(args.newString) : text.replace(args.oldString, () => args.newString);
+          await this.files.write(run, path, Buffer.from(next, 'utf8'), { createParents: false });
+          return count;
+        });
+        return finish({ path, replacements }, resumeMs, Date.now() - started, false);
+      }
+      case 'files.list': {
+        const { result: entries, resumeMs } = await this.onSession(session, (run) => this.files.list(run, path));
+        return finish({ path, entries }, resumeMs, Date.now() - started, false);
+      }
+      case 'files.stat': {
+        const { result: info, resumeMs } = await this.onSession(session, (run) => this.files.stat(run, path));
+        return finish({ ...info }, resumeMs, Date.now() - started, false);
+      }
+      case 'files.remove': {
+        const args = rawArgs as ToolArguments<'files.remove'>;
+        const { resumeMs } = await this.onSession(session, (run) => this.files.remove(run, path, args.recursive));
+        return finish({ path, removed: true }, resumeMs, Date.now() - started, false);
+      }
+      case 'files.mkdir': {
+        const { resumeMs } = await this.onSession(session, (run) => this.files.mkdir(run, path));
+        return finish({ path, created: true }, resumeMs, Date.now() - started, false);
+      }
+    }
+  }
+
+  /** Runs file work on the session: on its machine, or in a fresh sandbox for per-call sessions. */
+  private async onSession<T>(session: SessionRecord, work: (run: SandboxRunner) => Promise<T>): Promise<{ result: T; resumeMs: number }> {
+    if (session.mode === 'per-call') {
+      const run: SandboxRunner = (request) => this.collect((r) => this.sessions.runEphemeral(session.id, { ...r, argv: request.argv }), request);
+      return { result: await work(run), resumeMs: 0 };
+    }
+    return this.sessions.withMachine(session.id, (handle) => {
+      const run: SandboxRunner = (request) => this.collect((r) => this.driver.exec(handle, { ...r, argv: request.argv }), request);
+      return work(run);
+    });
+  }
+
+  private async collect(
+    execute: (request: Omit<ExecRequest, 'argv'>) => Promise<import('./sandbox-driver.js').ExecOutcome>,
+    request: Pick<ExecRequest, 'argv' | 'stdin' | 'timeoutMs'>,
+  ): Promise<CollectedOutput> {
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    const outcome = await execute({
+      cwd: '/',
+      env: {},
+      timeoutMs: request.timeoutMs,
+      ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
+      onStdout: (chunk) => stdout.push(chunk),
+      onStderr: (chunk) => stderr.push(chunk),
+    });
+    return { ...outcome, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) };
+  }
+}

@@ -1,0 +1,251 @@
+/**
+ * The airlock: the one code path every tool call takes.
+ *
+ *   validate → normalize → guard → authorize → approve? → execute → check → audit + meter
+ *
+ * A call that is not allowed never reaches the driver, and every decision is
+ * in the audit log before the effect it allows. Expected outcomes (deny, ask,
+ * budget exceeded) are returned as values and audited like any other.
+ */
+import { AirlockError, toAirlockError } from './errors.js';
+import type { Authorizer, AuthorizationContext, PolicyDecision } from './authorizer.js';
+import type { SessionService } from './session-service.js';
+import type { SessionRecord } from './session.js';
+import type { Store } from './store.js';
+import type { ToolCall, ToolName } from './tool-call.js';
+import { TOOL_NAMES } from './tool-call.js';
+import { validateArguments, type ToolArguments } from './tool-schemas.js';
+import { callKey, checkGuards, guardLimitsOf, recordOutcome } from './runaway-guard.js';
+import { FileOperations } from './file-operations.js';
+import { ToolExecutor, type CallTiming, type ExecutionStreams } from './tool-executor.js';
+import type { ApprovalService } from './approval-service.js';
+import { newId } from './ids.js';
+import { systemClock, type Clock } from './clock.js';
+
+/** Result of static analysis of a shell command (see policy/shell-analysis). */
+export interface CommandAnalysis {
+  programs: string[];
+  analysable: boolean;
+  reasons: string[];
+}
+
+/** Options of one call beyond its arguments. */
+export interface CallOptions extends ExecutionStreams {
+  /** how long to wait for a human when policy asks (0: return the pending approval at once) */
+  approvalWaitMs?: number;
+}
+
+/** The outcome of a tool call, as a value. */
+export type ToolCallOutcome =
+  | { status: 'completed'; callId: string; tool: ToolName; result: Record<string, unknown>; decision: PolicyDecision; timing: CallTiming }
+  | { status: 'refused'; callId: string; tool: ToolName; error: { code: string; message: string; details: Record<string, unknown> }; decision: PolicyDecision | null }
+  | { status: 'pending-approval'; callId: string; tool: ToolName; approvalId: string; decision: PolicyDecision };
+
+/** Collaborators of the pipeline. */
+export interface ToolPipelineDeps {
+  store: Store;
+  sessions: SessionService;
+  authorizer: Authorizer;
+  analyzeCommand: (input: { command?: string; argv?: string[] }) => CommandAnalysis;
+  executor: ToolExecutor;
+  approvals: ApprovalService;
+  clock?: Clock;
+}
+
+/** Runs tool calls through the airlock. */
+export class ToolPipeline {
+  private readonly clock: Clock;
+
+  constructor(private readonly deps: ToolPipelineDeps) {
+    this.clock = deps.clock ?? systemClock;
+    deps.approvals.setExecutor((call, decision) => this.executeApproved(call, decision));
+  }
+
+  /** Submits one call. Throws only for failures and invalid input; refusals are values. */
+  async submit(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions = {}): Promise<ToolCallOutcome> {
+    const receivedAt = this.clock.now();
+    if (!(TOOL_NAMES as readonly string[]).includes(tool)) {
+      throw new AirlockError('INVALID_ARGUMENTS', `unknown tool ${JSON.stringify(tool)}; tools are ${TOOL_NAMES.join(', ')}`, {
+        details: { field: 'tool' },
+      });
+    }
+    const toolName = tool as ToolName;
+    const session = this.deps.sessions.get(sessionId);
+    const call: ToolCall = { id: newId('call'), sessionId, tool: toolName, arguments: (rawArguments ?? {}) as Record<string, unknown>, receivedAt: receivedAt.toISOString() };
+    let args: ToolArguments<ToolName>;
+    try {
+      args = validateArguments(toolName, rawArguments);
+    } catch (error) {
+      this.audit(session.id, 'tool-call.rejected', call, { code: toAirlockError(error).code, message: toAirlockError(error).message });
+      throw error;
+    }
+    call.arguments = args as Record<string, unknown>;
+
+    try {
+      checkGuards(session, receivedAt);
+    } catch (error) {
+      const refusal = toAirlockError(error);
+      this.audit(session.id, 'tool-call.refused', call, { code: refusal.code, message: refusal.message });
+      return { status: 'refused', callId: call.id, tool: toolName, error: errorValue(refusal), decision: null };
+    }
+
+    const context = await this.normalize(session, toolName, args);
+    const decision = this.authorize(session, context);
+    this.audit(session.id, decisionEvent(decision), call, { decision: decision.decision, policyIds: decision.policyIds, reason: decision.reason, enforced: decision.enforced, errors: decision.errors, context: auditContext(context) });
+
+    if (decision.enforced && decision.decision === 'deny') {
+      this.recordFailure(session.id, call, true);
+      const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
+      return { status: 'refused', callId: call.id, tool: toolName, error: errorValue(error), decision };
+    }
+    if (decision.enforced && decision.decision === 'ask') {
+      const approval = this.deps.approvals.park(call, decision);
+      if (!options.approvalWaitMs) return { status: 'pending-approval', callId: call.id, tool: toolName, approvalId: approval.id, decision };
+      return this.deps.approvals.waitForOutcome(approval.id, options.approvalWaitMs);
+    }
+    return this.execute(session, call, decision, context, options, receivedAt);
+  }
+
+  /** Runs a call a human approved (exactly once: the approval service claims it first). */
+  private async executeApproved(call: ToolCall, decision: PolicyDecision): Promise<ToolCallOutcome> {
+    const session = this.deps.sessions.get(call.sessionId);
+    const args = validateArguments(call.tool, call.arguments);
+    const context = await this.normalize(session, call.tool, args);
+    return this.execute(session, call, decision, context, {}, this.clock.now());
+  }
+
+  private async execute(
+    session: SessionRecord,
+    call: ToolCall,
+    decision: PolicyDecision,
+    context: AuthorizationContext,
+    options: CallOptions,
+    receivedAt: Date,
+  ): Promise<ToolCallOutcome> {
+    this.audit(session.id, 'tool-call.started', call, { path: context.path || undefined });
+    try {
+      const { result, timing, failed } = await this.deps.executor.run(session, call.tool, call.arguments, context, options, receivedAt);
+      this.audit(session.id, 'tool-call.completed', call, { ...auditResult(result), timing });
+      this.recordFailure(session.id, call, failed);
+      return { status: 'completed', callId: call.id, tool: call.tool, result, decision, timing };
+    } catch (error) {
+      const failure = toAirlockError(error, 'DRIVER_FAILED');
+      this.audit(session.id, 'tool-call.failed', call, { code: failure.code, message: failure.message });
+      this.recordFailure(session.id, call, true);
+      throw failure;
+    }
+  }
+
+  private async normalize(session: SessionRecord, tool: ToolName, args: ToolArguments<ToolName>): Promise<AuthorizationContext> {
+    const fresh = this.deps.sessions.get(session.id);
+    const base: AuthorizationContext = {
+      tool,
+      command: '',
+      programs: [],
+      argv: [],
+      analysable: true,
+      analysisNotes: [],
+      path: '',
+      cwd: '/workspace',
+      tenant: fresh.tenant,
+      callCount: fresh.meters.toolCalls,
+      identicalFailures: fresh.guard.failures[callKey(tool, args)] ?? 0,
+      access: 'none',
+    };
+    if (tool === 'exec') {
+      const exec = args as ToolArguments<'exec'>;
+      const analysis = this.deps.analyzeCommand(exec.command !== undefined ? { command: exec.command } : { argv: exec.argv ?? [] });
+      return {
+        ...base,
+        command: exec.command ?? '',
+        argv: exec.argv ?? [],
+        programs: analysis.programs,
+        analysable: analysis.analysable,
+        analysisNotes: analysis.reasons,
+        cwd: FileOperations.lexical(exec.cwd),
+      };
+    }
+    const path = (args as { path: string }).path;
+    const lexical = FileOperations.lexical(path);
+    const access = tool === 'files.read' || tool === 'files.list' || tool === 'files.stat' ? 'read' : 'write';
+    // Writes replace a final symlink instead of following it; reads follow it.
+    const followLast = access === 'read' || tool === 'files.edit';
+    const canonical = await this.deps.executor.canonicalPath(fresh, lexical, followLast);
+    return { ...base, path: canonical, access };
+  }
+
+  private authorize(session: SessionRecord, context: AuthorizationContext): PolicyDecision {
+    try {
+      return this.deps.authorizer.authorize(session, context);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return { decision: 'deny', policyIds: [], reason: `policy evaluation failed, so the call is denied: ${message}`, errors: [message], enforced: true };
+    }
+  }
+
+  private recordFailure(sessionId: string, call: ToolCall, failed: boolean): void {
+    this.deps.store.transaction(() => {
+      const session = this.deps.store.getSession(sessionId);
+      if (!session) return;
+      const before = session.guard.tripped;
+      session.guard = recordOutcome(session.guard, callKey(call.tool, call.arguments), failed, guardLimitsOf(session).maxIdenticalFailures, this.clock.now());
+      session.meters.toolCalls += 1;
+      this.deps.store.updateSession(session);
+      if (!before && session.guard.tripped) {
+        this.audit(sessionId, 'guard.tripped', call, { count: session.guard.tripped.count, callKey: session.guard.tripped.callKey });
+      }
+    });
+  }
+
+  /** Appends one audit record for a call; a failure to write stops the call (fail closed). */
+  private audit(sessionId: string, type: string, call: ToolCall, data: Record<string, unknown>): void {
+    try {
+      this.deps.store.appendAudit({
+        sessionId,
+        type,
+        data: {
+          'gen_ai.operation.name': 'execute_tool',
+          'gen_ai.tool.name': call.tool,
+          'gen_ai.tool.call.id': call.id,
+          arguments: auditArguments(call),
+          ...data,
+        },
+      });
+    } catch (error) {
+      throw new AirlockError('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so the call does not run; check the data dir disk', { cause: error });
+    }
+  }
+}
+
+function decisionEvent(decision: PolicyDecision): string {
+  if (!decision.enforced) return 'tool-call.decided';
+  return decision.decision === 'allow' ? 'tool-call.authorized' : decision.decision === 'deny' ? 'tool-call.denied' : 'tool-call.held';
+}
+
+function errorValue(error: AirlockError): { code: string; message: string; details: Record<string, unknown> } {
+  return { code: error.code, message: error.message, details: error.details };
+}
+
+/** What the audit keeps of arguments: no file contents, no environment values. */
+function auditArguments(call: ToolCall): Record<string, unknown> {
+  const { content, stdin, env, newString, oldString, ...rest } = call.arguments as Record<string, unknown>;
+  const kept: Record<string, unknown> = { ...rest };
+  if (typeof content === 'string') kept['contentBytes'] = Buffer.byteLength(content);
+  if (typeof stdin === 'string') kept['stdinBytes'] = Buffer.byteLength(stdin);
+  if (env && typeof env === 'object') kept['envNames'] = Object.keys(env);
+  if (typeof oldString === 'string') kept['oldStringBytes'] = Buffer.byteLength(oldString);
+  if (typeof newString === 'string') kept['newStringBytes'] = Buffer.byteLength(newString);
+  return kept;
+}
+
+function auditContext(context: AuthorizationContext): Record<string, unknown> {
+  return { programs: context.programs, analysable: context.analysable, notes: context.analysisNotes, path: context.path, cwd: context.cwd };
+}
+
+function auditResult(result: Record<string, unknown>): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const key of ['exitCode', 'timedOut', 'aborted', 'stdoutBytes', 'stderrBytes', 'bytes', 'replacements', 'entries']) {
+    if (result[key] !== undefined) kept[key] = result[key];
+  }
+  return kept;
+}

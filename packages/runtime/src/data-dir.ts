@@ -1,0 +1,73 @@
+/**
+ * The data dir: everything Airlock keeps on a host. One place, so that
+ * backing up, moving or wiping an installation is one directory.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync, renameSync, chmodSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/** Paths inside a data dir. */
+export interface DataDirLayout {
+  root: string;
+  database: string;
+  tokenFile: string;
+  images: string;
+  disks: string;
+  sandboxes: string;
+  snapshots: string;
+}
+
+/** The default data dir: $AIRLOCK_DATA_DIR, else /var/lib/airlock for root, else ~/.local/share/airlock. */
+export function defaultDataDir(): string {
+  const fromEnv = process.env['AIRLOCK_DATA_DIR'];
+  if (fromEnv) return resolve(fromEnv);
+  return process.getuid?.() === 0 ? '/var/lib/airlock' : join(homedir(), '.local', 'share', 'airlock');
+}
+
+/** Cache shared by data dirs (built images). */
+export function defaultCacheDir(): string {
+  return process.env['AIRLOCK_CACHE_DIR'] ?? (process.getuid?.() === 0 ? '/var/cache/airlock' : join(homedir(), '.cache', 'airlock'));
+}
+
+/** Creates (if needed) and describes the data dir. */
+export function openDataDir(root: string): DataDirLayout {
+  const abs = resolve(root);
+  const layout: DataDirLayout = {
+    root: abs,
+    database: join(abs, 'airlock.db'),
+    tokenFile: join(abs, 'token'),
+    // images may be shared by several data dirs (e.g. test installations): AIRLOCK_IMAGES_DIR
+    images: process.env['AIRLOCK_IMAGES_DIR'] ? resolve(process.env['AIRLOCK_IMAGES_DIR']) : join(abs, 'images'),
+    disks: join(abs, 'disks'),
+    sandboxes: join(abs, 'sandboxes'),
+    snapshots: join(abs, 'snapshots'),
+  };
+  for (const dir of [abs, layout.images, layout.disks, layout.sandboxes, layout.snapshots]) mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return layout;
+}
+
+/** The API token: AIRLOCK_TOKEN when set, else the one stored in the data dir, else a new one (stored 0600). */
+export function loadOrCreateToken(layout: DataDirLayout, fromEnv = process.env['AIRLOCK_TOKEN']): { token: string; created: boolean } {
+  if (fromEnv) return { token: fromEnv, created: false };
+  try {
+    const stored = readFileSync(layout.tokenFile, 'utf8').trim();
+    if (stored) return { token: stored, created: false };
+  } catch {
+    // no token yet
+  }
+  const token = randomBytes(32).toString('base64url');
+  writeFileSync(`${layout.tokenFile}.tmp`, `${token}\n`, { mode: 0o600 });
+  chmodSync(`${layout.tokenFile}.tmp`, 0o600);
+  renameSync(`${layout.tokenFile}.tmp`, layout.tokenFile);
+  return { token, created: true };
+}
+
+/** Reads the stored token, if any (for the CLI on the same host). */
+export function readStoredToken(root: string = defaultDataDir()): string | undefined {
+  try {
+    return readFileSync(join(root, 'token'), 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * A driver that runs nothing: it records calls and answers from a handler.
+ * For fast unit tests of the core only; every user-facing behaviour is also
+ * tested against the gVisor driver.
+ */
+import type {
+  CheckpointResult,
+  DriverCapabilities,
+  ExecOutcome,
+  ExecRequest,
+  SandboxDriver,
+  SandboxHandle,
+  SandboxListing,
+  SandboxResources,
+  SandboxSpec,
+  SandboxUsage,
+} from '../../core/sandbox-driver.js';
+
+/** Answer of the fake to one exec. */
+export interface FakeExecAnswer {
+  exitCode?: number;
+  stdout?: string;
+  stderr?: string;
+}
+
+/** A recording, scriptable driver. */
+export class FakeDriver implements SandboxDriver {
+  readonly specificationVersion = 'v1' as const;
+  readonly name = 'fake';
+  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: false, resize: true, pause: true };
+  readonly toolboxPath = '/.airlock/bin/busybox';
+  /** every exec, in order */
+  readonly execs: { sandboxId: string; argv: string[] }[] = [];
+  readonly sandboxes = new Map<string, 'running' | 'paused'>();
+  /** answers execs; by default: exit 0, stdout = last argv element (what path resolution expects) */
+  handler: (argv: string[]) => FakeExecAnswer = (argv) => ({ stdout: argv.at(-1) ?? '' });
+
+  async checkHost(): Promise<void> {}
+
+  async start(spec: SandboxSpec): Promise<SandboxHandle> {
+    this.sandboxes.set(spec.sandboxId, 'running');
+    return { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driverData: {} };
+  }
+
+  async exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecOutcome> {
+    if (!this.sandboxes.has(handle.sandboxId)) throw new Error(`fake sandbox ${handle.sandboxId} is not running`);
+    return this.answer(handle.sandboxId, request);
+  }
+
+  async runOnce(spec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome> {
+    return this.answer(spec.sandboxId, { ...request, argv: spec.oneShot?.argv ?? [] });
+  }
+
+  async checkpoint(handle: SandboxHandle, imageDir: string, options: { leaveRunning: boolean }): Promise<CheckpointResult> {
+    if (!options.leaveRunning) this.sandboxes.delete(handle.sandboxId);
+    return { imageDir, bytes: 0, durationMs: 0 };
+  }
+
+  async restore(spec: SandboxSpec): Promise<SandboxHandle> {
+    return this.start(spec);
+  }
+
+  async pause(handle: SandboxHandle): Promise<void> {
+    this.sandboxes.set(handle.sandboxId, 'paused');
+  }
+
+  async unpause(handle: SandboxHandle): Promise<void> {
+    this.sandboxes.set(handle.sandboxId, 'running');
+  }
+
+  async resize(_handle: SandboxHandle, _resources: Pick<SandboxResources, 'cpus' | 'memoryMb'>): Promise<void> {}
+
+  async usage(): Promise<SandboxUsage> {
+    return { cpuSeconds: 0, memoryBytes: 0, peakMemoryBytes: 0 };
+  }
+
+  async status(handle: SandboxHandle): Promise<SandboxListing['status'] | 'missing'> {
+    return this.sandboxes.get(handle.sandboxId) ?? 'missing';
+  }
+
+  async destroy(handle: SandboxHandle): Promise<void> {
+    this.sandboxes.delete(handle.sandboxId);
+  }
+
+  async list(): Promise<SandboxListing[]> {
+    return [...this.sandboxes].map(([sandboxId, status]) => ({ sandboxId, status }));
+  }
+
+  private answer(sandboxId: string, request: ExecRequest): ExecOutcome {
+    this.execs.push({ sandboxId, argv: request.argv });
+    const answer = this.handler(request.argv);
+    if (answer.stdout) request.onStdout?.(Buffer.from(answer.stdout));
+    if (answer.stderr) request.onStderr?.(Buffer.from(answer.stderr));
+    return { exitCode: answer.exitCode ?? 0, timedOut: false, aborted: false, durationMs: 1 };
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The words Cedar policies are written in: entity types, actions and the
+ * context every request carries. Published for humans in
+ * docs/policy-vocabulary.md; keep the two in step.
+ */
+
+/** Every tool an agent can call, in the order they are documented. */
+export const TOOL_NAMES = [
+  'exec',
+  'files.read',
+  'files.write',
+  'files.edit',
+  'files.list',
+  'files.remove',
+  'files.stat',
+  'files.mkdir',
+] as const;
+
+/** The name of one tool; it is also the id of its Cedar action. */
+export type ToolName = (typeof TOOL_NAMES)[number];
+
+/** True when `value` names a tool. */
+export function isToolName(value: unknown): value is ToolName {
+  return typeof value === 'string' && (TOOL_NAMES as readonly string[]).includes(value);
+}
+
+/** Cedar entity type of the agent that makes a call. */
+export const PRINCIPAL_TYPE = 'Airlock::Agent';
+/** Cedar entity type of the session a call runs in. */
+export const RESOURCE_TYPE = 'Airlock::Session';
+/** Cedar entity type of actions. */
+export const ACTION_TYPE = 'Airlock::Action';
+
+/**
+ * Every Cedar action policies may name. `net.connect` is reserved for the
+ * egress gateway so that policies written now stay valid when it arrives.
+ */
+export const CEDAR_ACTIONS: readonly string[] = [...TOOL_NAMES, 'net.connect'];
+
+/** The context of every request, with the Cedar type of each value. */
+export interface CedarRequestContext {
+  /** the tool called, same as the action id */
+  tool: string;
+  /** raw command string of `exec`; "" when argv was given or for other tools */
+  command: string;
+  /** basenames of every program the command would run (Cedar Set<String>) */
+  programs: string[];
+  /** argv of `exec` when given as a list (a Cedar Set<String>: order is lost) */
+  argv: string[];
+  /** canonical absolute path of a files.* call; "" when none */
+  path: string;
+  /** working directory of the call; "" when none */
+  cwd: string;
+  tenant: string;
+  /** number of tool calls made in this session before this one (Long) */
+  callCount: number;
+  /** consecutive identical failing calls just before this one (Long) */
+  identicalFailures: number;
+  /** false when the command could not be analysed statically */
+  analysable: boolean;
+}
+
+/** The Cedar schema policies are validated against when a contract is parsed. */
+export const CEDAR_SCHEMA = `namespace Airlock {
+  entity Agent;
+  entity Session;
+  type RequestContext = {
+    tool: String,
+    command: String,
+    programs: Set<String>,
+    argv: Set<String>,
+    path: String,
+    cwd: String,
+    tenant: String,
+    callCount: Long,
+    identicalFailures: Long,
+    analysable: Bool,
+  };
+  action ${CEDAR_ACTIONS.map((name) => JSON.stringify(name)).join(', ')}
+    appliesTo { principal: [Agent], resource: [Session], context: RequestContext };
+}
+`;

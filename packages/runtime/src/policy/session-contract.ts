@@ -1,0 +1,229 @@
+/**
+ * The session contract: what one agent session may do and with what
+ * resources, written by a human in JSON or YAML. Parsing is strict (unknown
+ * keys are errors) and reports every problem at once; the result is frozen and
+ * self-contained (policy files are inlined), so it can be stored and re-parsed.
+ */
+import { z } from 'zod';
+import type { FilesystemRules } from './filesystem-policy.js';
+import { normalizeAbsolutePath } from './filesystem-policy.js';
+import { TOOL_NAMES, type ToolName } from './policy-vocabulary.js';
+import { issuesFromZod, invalidContract } from './contract-issues.js';
+import { resolveContractPolicies, type PolicyFileOptions } from './contract-policies.js';
+import { decodeContractText } from './contract-text.js';
+
+/** Who runs the session, and why. */
+export interface ContractIdentity {
+  readonly tenant: string;
+  readonly principal: string;
+  /** the agent software, e.g. "claude-code/2.1" */
+  readonly agent?: string;
+  readonly objective?: string;
+  readonly task?: string;
+}
+
+/** Sandbox size. */
+export interface ContractResources {
+  readonly cpus: number;
+  readonly memoryMb: number;
+  readonly diskMb: number;
+  readonly maxProcesses: number;
+}
+
+/** Hard limits over the whole session; absent means unlimited. */
+export interface ContractBudgets {
+  readonly maxToolCalls?: number;
+  readonly maxCpuSeconds?: number;
+  readonly maxWallSeconds?: number;
+}
+
+/** When an idle session is paused (memory kept) and suspended (to a snapshot). */
+export interface ContractIdle {
+  readonly pauseAfterSeconds?: number;
+  readonly suspendAfterSeconds: number;
+  /** never pause or suspend on idleness */
+  readonly keepAwake: boolean;
+}
+
+/** Egress lists, validated now and enforced by the egress gateway later. */
+export interface ContractNetwork {
+  readonly allowedDomains?: readonly string[];
+  readonly deniedDomains?: readonly string[];
+}
+
+/** One Cedar policy of a parsed contract, with its final id. */
+export interface ContractPolicy {
+  readonly id: string;
+  readonly text: string;
+}
+
+/** `enforce` applies decisions; `log-only` computes and records them but lets every call through. */
+export type EnforcementMode = 'enforce' | 'log-only';
+
+/** A parsed, defaulted, frozen session contract. */
+export interface SessionContract {
+  readonly version: 1;
+  readonly identity: ContractIdentity;
+  readonly tools: readonly ToolName[];
+  readonly filesystem: FilesystemRules;
+  readonly resources: ContractResources;
+  readonly budgets: ContractBudgets;
+  readonly guard: { readonly maxIdenticalFailures: number };
+  readonly idle: ContractIdle;
+  readonly retention: { readonly snapshotDays?: number };
+  readonly enforcement: EnforcementMode;
+  /** one entry per Cedar policy; omitted in the input means "permit everything" */
+  readonly policies: readonly ContractPolicy[];
+  readonly network?: ContractNetwork;
+}
+
+/** Policy of a contract that has no `policies` key. */
+export const PERMIT_ALL_POLICY: ContractPolicy = Object.freeze({
+  id: 'default-permit-all',
+  text: 'permit(principal, action, resource);',
+});
+
+const name = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/, 'expected 1-128 letters, digits or . _ : @ - (starting with a letter or digit)');
+const text = (max: number) => z.string().min(1).max(max);
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+
+const absolutePrefix = z.string().max(4096).transform((value, context) => {
+  const normalized = normalizeAbsolutePath(value);
+  if (normalized === undefined) {
+    context.addIssue({ code: 'custom', message: `expected an absolute path starting with "/", got "${value}"` });
+    return z.NEVER;
+  }
+  return normalized;
+});
+const prefixes = z.array(absolutePrefix).max(256).transform((list) => [...new Set(list)]);
+
+// `example.com`, `*.example.com`, optionally `:443`; no scheme, path or bare `*`.
+const DOMAIN_PATTERN =
+  /^(\*\.)?(?=.{1,253}(:|$))([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:([1-9][0-9]{0,4}))?$/;
+const domain = z
+  .string()
+  .transform((value) => value.toLowerCase())
+  .refine((value) => DOMAIN_PATTERN.test(value) && portInRange(value), {
+    message: 'expected a domain such as "example.com" or "*.example.com", optionally with ":port"',
+  });
+
+function portInRange(value: string): boolean {
+  const port = /:(\d+)$/.exec(value)?.[1];
+  return port === undefined || Number(port) <= 65535;
+}
+
+/** The zod schema of a contract as written; policy entries are checked by the loader. */
+export const sessionContractSchema = z.strictObject({
+  version: z.literal(1),
+  identity: z
+    .strictObject({
+      tenant: name.default('default'),
+      principal: name.default('agent'),
+      agent: text(200).optional(),
+      objective: text(4000).optional(),
+      task: text(20000).optional(),
+    })
+    .prefault({}),
+  tools: z
+    .array(z.enum(TOOL_NAMES))
+    .transform((list) => [...new Set(list)])
+    .default([...TOOL_NAMES]),
+  filesystem: z
+    .strictObject({
+      readOnly: prefixes.default([]),
+      denyRead: prefixes.default([]),
+      denyWrite: prefixes.default([]),
+      allowWrite: prefixes.optional(),
+    })
+    .prefault({}),
+  resources: z
+    .strictObject({
+      cpus: z.number().min(0.1).max(64).default(1),
+      memoryMb: int(64, 262144).default(512),
+      diskMb: int(64, 1048576).default(2048),
+      maxProcesses: int(8, 65536).default(256),
+    })
+    .prefault({}),
+  budgets: z
+    .strictObject({
+      maxToolCalls: int(1, 10_000_000).optional(),
+      maxCpuSeconds: int(1, 31_536_000).optional(),
+      maxWallSeconds: int(1, 31_536_000).optional(),
+    })
+    .prefault({}),
+  guard: z.strictObject({ maxIdenticalFailures: int(1, 10_000).default(20) }).prefault({}),
+  idle: z
+    .strictObject({
+      pauseAfterSeconds: int(1, 31_536_000).optional(),
+      suspendAfterSeconds: int(1, 31_536_000).default(300),
+      keepAwake: z.boolean().default(false),
+    })
+    .prefault({})
+    .superRefine((idle, context) => {
+      if (idle.pauseAfterSeconds !== undefined && idle.pauseAfterSeconds >= idle.suspendAfterSeconds) {
+        context.addIssue({
+          code: 'custom',
+          path: ['pauseAfterSeconds'],
+          message: `must be less than suspendAfterSeconds (${idle.suspendAfterSeconds})`,
+        });
+      }
+    }),
+  retention: z.strictObject({ snapshotDays: int(1, 3650).optional() }).prefault({}),
+  enforcement: z.enum(['enforce', 'log-only']).default('enforce'),
+  policies: z.array(z.unknown()).max(1000).optional(),
+  network: z
+    .strictObject({
+      allowedDomains: z.array(domain).max(1000).optional(),
+      deniedDomains: z.array(domain).max(1000).optional(),
+    })
+    .optional(),
+});
+
+/** Where to read policy files from; without `baseDir`, `file` entries are refused. */
+export type ContractParseOptions = PolicyFileOptions;
+
+/** Validates a contract value (already decoded from JSON or YAML); throws INVALID_CONTRACT listing every error. */
+export function parseContract(input: unknown, options: ContractParseOptions = {}): SessionContract {
+  const parsed = sessionContractSchema.safeParse(input);
+  const issues = parsed.success ? [] : issuesFromZod(parsed.error.issues, sessionContractSchema);
+  const rawPolicies = isRecord(input) ? input['policies'] : undefined;
+  const policies = Array.isArray(rawPolicies) ? resolveContractPolicies(rawPolicies, options, issues) : undefined;
+  if (!parsed.success || issues.length > 0) throw invalidContract(issues);
+  const contract = { ...parsed.data, policies: policies ?? [PERMIT_ALL_POLICY] };
+  // The only cast: zod's output says `x?: T | undefined`; dropUndefined makes it `x?: T`.
+  return deepFreeze(dropUndefined(contract)) as SessionContract;
+}
+
+/** Decodes JSON or YAML text (`auto`: JSON when it starts with `{`) and validates it like parseContract. */
+export function parseContractText(
+  text: string,
+  format: 'json' | 'yaml' | 'auto',
+  options: ContractParseOptions = {},
+): SessionContract {
+  return parseContract(decodeContractText(text, format), options);
+}
+
+/** The contract of a session created without one: every tool, default resources, everything permitted. */
+export const DEFAULT_CONTRACT: SessionContract = parseContract({ version: 1 });
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function dropUndefined(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(dropUndefined);
+  if (!isRecord(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) if (item !== undefined) out[key] = dropUndefined(item);
+  return out;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}

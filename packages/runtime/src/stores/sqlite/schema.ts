@@ -1,0 +1,43 @@
+/** Migrations of the SQLite store, applied in order; the index + 1 is the schema version. */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    record TEXT NOT NULL
+  );
+  CREATE INDEX sessions_state ON sessions(state);
+  CREATE TABLE audit_records (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+  ) WITHOUT ROWID;
+  CREATE TABLE audit_heads (
+    session_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL
+  );
+  CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    record TEXT NOT NULL
+  );
+  CREATE INDEX approvals_state ON approvals(state);
+  CREATE TABLE snapshots (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    record TEXT NOT NULL
+  );
+  CREATE INDEX snapshots_session ON snapshots(session_id);
+  `,
+];

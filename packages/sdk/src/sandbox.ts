@@ -1,0 +1,120 @@
+/**
+ * `Sandbox`: one Airlock session, composed of `commands`, `files` and
+ * `approvals`, with lifecycle methods. Created with `Sandbox.create()` or
+ * attached with `Sandbox.connect(id)`.
+ */
+import { Connection, type ConnectionOptions } from './connection.js';
+import { Commands } from './commands.js';
+import { Files } from './files.js';
+import { Approvals } from './approvals.js';
+import type { AuditRecord, AuditVerification, SessionInfo } from './types.js';
+
+/** Options of `Sandbox.create`. */
+export interface SandboxCreateOptions extends ConnectionOptions {
+  /** image name (default: the server's default, debian-bookworm) */
+  image?: string;
+  /** session contract: an object, or JSON/YAML text */
+  contract?: unknown;
+  mode?: 'machine' | 'per-call';
+  idleTimeoutSeconds?: number;
+}
+
+/** One session. */
+export class Sandbox {
+  readonly commands: Commands;
+  readonly files: Files;
+  readonly approvals: Approvals;
+
+  private constructor(
+    private readonly connection: Connection,
+    /** the last state fetched from the server */
+    public info: SessionInfo,
+  ) {
+    this.approvals = new Approvals(connection, info.id);
+    this.commands = new Commands(connection, info.id, this.approvals);
+    this.files = new Files(connection, info.id, this.approvals);
+  }
+
+  /** The session id. */
+  get id(): string {
+    return this.info.id;
+  }
+
+  /** Creates a session and starts its machine. */
+  static async create(options: SandboxCreateOptions = {}): Promise<Sandbox> {
+    const connection = new Connection(options);
+    const body: Record<string, unknown> = {};
+    if (options.image !== undefined) body['image'] = options.image;
+    if (options.contract !== undefined) body['contract'] = options.contract;
+    if (options.mode !== undefined) body['mode'] = options.mode;
+    if (options.idleTimeoutSeconds !== undefined) body['idleTimeoutSeconds'] = options.idleTimeoutSeconds;
+    const { body: info } = await connection.json<SessionInfo>('POST', '/v1/sessions', body);
+    return new Sandbox(connection, info);
+  }
+
+  /** Attaches to an existing session. */
+  static async connect(id: string, options: ConnectionOptions = {}): Promise<Sandbox> {
+    const connection = new Connection(options);
+    const { body: info } = await connection.json<SessionInfo>('GET', `/v1/sessions/${encodeURIComponent(id)}`);
+    return new Sandbox(connection, info);
+  }
+
+  /** All sessions on the server. */
+  static async list(options: ConnectionOptions = {}): Promise<SessionInfo[]> {
+    const connection = new Connection(options);
+    return (await connection.json<{ sessions: SessionInfo[] }>('GET', '/v1/sessions')).body.sessions;
+  }
+
+  /** Fetches the current state and meters. */
+  async getInfo(): Promise<SessionInfo> {
+    this.info = (await this.connection.json<SessionInfo>('GET', this.path(''))).body;
+    return this.info;
+  }
+
+  /** Checkpoints memory and processes and stops the machine (no CPU or RAM held). */
+  async suspend(): Promise<SessionInfo> {
+    return this.lifecycle('POST', '/suspend');
+  }
+
+  /** Restores the machine where it stopped (calls also wake it on their own). */
+  async resume(): Promise<SessionInfo> {
+    return this.lifecycle('POST', '/resume');
+  }
+
+  /** Freezes the machine in place (memory kept). */
+  async pause(): Promise<SessionInfo> {
+    return this.lifecycle('POST', '/pause');
+  }
+
+  /** Terminates the session: machine, disk and memory images are destroyed. */
+  async kill(): Promise<SessionInfo> {
+    return this.lifecycle('DELETE', '');
+  }
+
+  /** Resets the runaway breaker after a human looked at the session. */
+  async resetGuard(): Promise<SessionInfo> {
+    return this.lifecycle('POST', '/guard/reset');
+  }
+
+  /** The session's audit records. */
+  async audit(options: { afterSeq?: number; limit?: number } = {}): Promise<AuditRecord[]> {
+    const query = new URLSearchParams();
+    if (options.afterSeq !== undefined) query.set('afterSeq', String(options.afterSeq));
+    if (options.limit !== undefined) query.set('limit', String(options.limit));
+    return (await this.connection.json<{ records: AuditRecord[] }>('GET', `${this.path('/audit')}?${query}`)).body.records;
+  }
+
+  /** Verifies the session's audit hash chain. */
+  async verifyAudit(): Promise<AuditVerification> {
+    return (await this.connection.json<AuditVerification>('GET', this.path('/audit/verify'))).body;
+  }
+
+  private async lifecycle(method: string, suffix: string): Promise<SessionInfo> {
+    this.info = (await this.connection.json<SessionInfo>(method, this.path(suffix))).body;
+    return this.info;
+  }
+
+  private path(suffix: string): string {
+    return `/v1/sessions/${encodeURIComponent(this.id)}${suffix}`;
+  }
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what Airlock needs on a Debian 12 host, builds it, and builds the
+# default image. Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# runsc 20240729 (overlay2 on a host dir, uncompressed checkpoints) is in bookworm-backports;
+# bookworm's own 2022 build lacks both.
+need_apt=0
+for tool in runsc debootstrap busybox nft ip mkfs.ext4; do command -v "$tool" >/dev/null 2>&1 || need_apt=1; done
+[ -x /bin/busybox ] && file_is_static=$( (ldd /bin/busybox 2>&1 || true) | grep -c "not a dynamic" ) || file_is_static=0
+[ "$file_is_static" -ge 1 ] || need_apt=1
+if [ "$need_apt" -eq 1 ]; then
+  echo "setup: installing runsc (bookworm-backports), debootstrap, busybox-static, nftables, iproute2" >&2
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    if ! grep -q 'bookworm-backports' /etc/apt/sources.list.d/debian.sources; then
+      as_root sed -i -E '0,/^Suites: bookworm( |$)/s//Suites: bookworm bookworm-backports\1/' /etc/apt/sources.list.d/debian.sources
+    fi
+  fi
+  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo 'deb http://deb.debian.org/debian bookworm-backports main' | as_root tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
+  fi
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap busybox-static nftables iproute2 e2fsprogs >/dev/null
+fi
+runsc --version | head -1 >&2
+
+if [ ! -d node_modules/better-sqlite3/build ] || [ ! -d node_modules/fastify ]; then
+  echo "setup: npm install (builds better-sqlite3 from source, ~1-2 min)" >&2
+  npm install --no-audit --no-fund --loglevel=error
+fi
+echo "setup: building" >&2
+npm run --silent build
+
+if ! npx --no-install airlock images ls --json 2>/dev/null | grep -q '"name": "debian-bookworm"'; then
+  echo "setup: building the default image debian-bookworm (debootstrap, ~90 s the first time, cached after)" >&2
+  npx --no-install airlock images build
+fi
+echo "setup: done. Start the server with: npx airlock serve" >&2
