@@ -52,6 +52,8 @@ export class LayerApplier {
   /** directory modes/owners/times, applied at the end so that read-only directories do not block later layers */
   private readonly directories = new Map<string, DirectoryMetadata>();
   private readonly canChown = process.getuid?.() === 0;
+  /** resolved parent directories by entry path; cleared whenever a directory or symlink is removed */
+  private readonly parents = new Map<string, string>();
 
   constructor(private readonly rootfs: string) {}
 
@@ -108,11 +110,7 @@ export class LayerApplier {
     }
     const kind = entryKind(header.type);
     if (kind === 'skip') return undefined;
-    const parent = (await resolveParentDirectory(this.rootfs, parts, {
-      create: true,
-      label,
-      onCreate: (created) => writtenHere.add(created),
-    })) as string;
+    const parent = (await this.resolveParent(parts, label, writtenHere)) as string;
     const target = join(parent, name);
     if (kind === 'directory') {
       const existing = await lstat(target).catch(() => undefined);
@@ -124,24 +122,47 @@ export class LayerApplier {
       this.directories.set(target, { mode: header.mode, uid: header.uid, gid: header.gid, mtime: header.mtime });
       return undefined;
     }
+    writtenHere.add(target);
     if (kind === 'hardlink') {
       const source = await this.hardlinkSource(header, label);
-      if (source === target) return undefined;
-      await this.removePath(target);
-      await link(source, target);
-      writtenHere.add(target);
+      if (source !== target) await this.replacing(target, () => link(source, target));
       return undefined;
     }
-    await this.removePath(target);
-    writtenHere.add(target);
     if (kind === 'symlink') {
-      await symlink(header.linkpath ?? '', target);
+      await this.replacing(target, () => symlink(header.linkpath ?? '', target));
       if (this.canChown) await lchown(target, header.uid, header.gid);
       if (header.mtime !== undefined) await lutimes(target, header.mtime, header.mtime);
       return undefined;
     }
-    const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+    const handle = await this.replacing(target, () => open(target, flags, 0o600));
     return this.fileSink(handle, header);
+  }
+
+  /** Runs `create` (which fails with EEXIST when something is at `target`); on EEXIST removes that thing and runs it again. */
+  private async replacing<T>(target: string, create: () => Promise<T>): Promise<T> {
+    try {
+      return await create();
+    } catch (error) {
+      if (errnoCode(error) !== 'EEXIST') throw error;
+    }
+    // never written through: what was there (file, link, directory) goes first
+    await this.removePath(target);
+    return create();
+  }
+
+  /** `resolveParentDirectory`, remembered per entry directory; `writtenHere` (when creating) learns the directories made on the way. */
+  private async resolveParent(parts: readonly string[], label: string, writtenHere: Set<string> | undefined): Promise<string | undefined> {
+    const key = parts.slice(0, -1).join('/');
+    const known = this.parents.get(key);
+    if (known !== undefined) return known;
+    const resolved = await resolveParentDirectory(this.rootfs, parts, {
+      create: writtenHere !== undefined,
+      label,
+      ...(writtenHere === undefined ? {} : { onCreate: (created: string) => writtenHere.add(created) }),
+    });
+    if (resolved !== undefined) this.parents.set(key, resolved);
+    return resolved;
   }
 
   private fileSink(handle: FileHandle, header: TarEntryHeader): TarBodySink {
@@ -170,7 +191,7 @@ export class LayerApplier {
   private async hardlinkSource(header: TarEntryHeader, label: string): Promise<string> {
     const linkParts = entryComponents(header.linkpath ?? '', `${label} (hardlink ${JSON.stringify(header.path)})`);
     const linkName = linkParts.at(-1);
-    const parent = linkName === undefined ? undefined : await resolveParentDirectory(this.rootfs, linkParts, { create: false, label });
+    const parent = linkName === undefined ? undefined : await this.resolveParent(linkParts, label, undefined);
     const source = parent === undefined || linkName === undefined ? undefined : join(parent, linkName);
     const stats = source === undefined ? undefined : await lstat(source).catch(() => undefined);
     if (source === undefined || stats === undefined || stats.isDirectory()) {
@@ -182,7 +203,7 @@ export class LayerApplier {
   }
 
   private async whiteout(parts: string[], name: string, label: string, writtenHere: Set<string>): Promise<void> {
-    const directory = await resolveParentDirectory(this.rootfs, parts, { create: false, label });
+    const directory = await this.resolveParent(parts, label, undefined);
     if (directory === undefined) return; // nothing below to hide
     if (name === OPAQUE_WHITEOUT) {
       await this.clearLowerEntries(directory, writtenHere);
@@ -210,6 +231,7 @@ export class LayerApplier {
   private async removePath(path: string): Promise<void> {
     const stats = await lstat(path).catch(() => undefined);
     if (stats === undefined) return;
+    if (stats.isDirectory() || stats.isSymbolicLink()) this.parents.clear();
     if (stats.isDirectory()) {
       await rm(path, { recursive: true, force: true });
       const prefix = path + sep;

@@ -6,8 +6,11 @@
 import {
   policySetTextToParts,
   policyToJson,
+  schemaToJson,
   validate,
   type DetailedError,
+  type PolicyJson,
+  type Schema,
 } from '@cedar-policy/cedar-wasm/nodejs';
 import type { ContractIssue } from './contract-issues.js';
 import { CEDAR_SCHEMA } from './policy-vocabulary.js';
@@ -54,20 +57,9 @@ export function checkPolicySources(sources: readonly PolicySource[], typecheck =
   const issues: ContractIssue[] = [];
   const owners = new Map<string, number>();
   for (const source of sources) {
-    const path = `policies[${source.index}]`;
-    const parts = policySetTextToParts(source.text);
-    if (parts.type === 'failure') {
-      for (const error of parts.errors) issues.push({ path, message: syntaxMessage(source.text, error) });
-      continue;
-    }
-    if (parts.policy_templates.length > 0) {
-      issues.push({ path, message: 'policy templates (?principal / ?resource slots) are not supported; name the entity' });
-    }
-    if (parts.policies.length === 0 && parts.policy_templates.length === 0) {
-      issues.push({ path, message: 'contains no Cedar policy' });
-    }
-    parts.policies.forEach((text, part) => {
-      const checked = checkOne(source, text, part, parts.policies.length, issues);
+    const parts = splitPolicies(source, issues);
+    parts.forEach(({ text, json }, part) => {
+      const checked = checkOne(source, text, json, part, parts.length, issues);
       if (checked === undefined) return;
       const owner = owners.get(checked.id);
       if (owner !== undefined) {
@@ -82,21 +74,41 @@ export function checkPolicySources(sources: readonly PolicySource[], typecheck =
   return { policies, issues };
 }
 
+// Most entries hold one policy: parse it directly, and split only when that fails.
+function splitPolicies(source: PolicySource, issues: ContractIssue[]): { text: string; json: PolicyJson }[] {
+  const path = `policies[${source.index}]`;
+  const single = policyToJson(source.text);
+  if (single.type === 'success') return [{ text: source.text, json: single.json }];
+  const parts = policySetTextToParts(source.text);
+  if (parts.type === 'failure') {
+    for (const error of parts.errors) issues.push({ path, message: syntaxMessage(source.text, error) });
+    return [];
+  }
+  if (parts.policy_templates.length > 0) {
+    issues.push({ path, message: 'policy templates (?principal / ?resource slots) are not supported; name the entity' });
+  }
+  if (parts.policies.length === 0 && parts.policy_templates.length === 0) {
+    issues.push({ path, message: 'contains no Cedar policy' });
+  }
+  return parts.policies.flatMap((text) => {
+    const parsed = policyToJson(text);
+    if (parsed.type === 'success') return [{ text, json: parsed.json }];
+    for (const error of parsed.errors) issues.push({ path, message: syntaxMessage(text, error) });
+    return [];
+  });
+}
+
 function checkOne(
   source: PolicySource,
   text: string,
+  json: PolicyJson,
   part: number,
   count: number,
   issues: ContractIssue[],
 ): CheckedPolicy | undefined {
   const path = `policies[${source.index}]`;
-  const parsed = policyToJson(text);
-  if (parsed.type === 'failure') {
-    for (const error of parsed.errors) issues.push({ path, message: syntaxMessage(text, error) });
-    return undefined;
-  }
-  const annotations: Record<string, string> = { ...(parsed.json.annotations ?? {}) };
-  const effect = parsed.json.effect;
+  const annotations: Record<string, string> = { ...(json.annotations ?? {}) };
+  const effect = json.effect;
   const suffix = count > 1 ? `.${part}` : '';
   const id =
     source.id !== undefined ? source.id + suffix : (annotations['id'] ?? `policy${source.index}${suffix}`);
@@ -120,7 +132,7 @@ function checkOne(
     annotations,
     approval: approval && effect === 'permit',
     ...(reason === undefined ? {} : { reason }),
-    literals: [...collectLiterals(parsed.json.conditions, new Set<string>())],
+    literals: [...collectLiterals(json.conditions, new Set<string>())],
     index: source.index,
   };
 }
@@ -129,7 +141,7 @@ function typeErrors(policies: readonly CheckedPolicy[]): ContractIssue[] {
   const byId = new Map(policies.map((policy) => [policy.id, policy]));
   const staticPolicies = Object.fromEntries(policies.map((policy) => [policy.id, policy.text]));
   const answer = validate({
-    schema: CEDAR_SCHEMA,
+    schema: vocabularySchema(),
     policies: { staticPolicies },
     validationSettings: { mode: 'strict' },
   });
@@ -142,6 +154,17 @@ function typeErrors(policies: readonly CheckedPolicy[]): ContractIssue[] {
     const message = detailed(error.error).replace(/^for policy `[^`]*`, /, '');
     return { path, message: `${message} (policy ${error.policyId}; see docs/policy-vocabulary.md)` };
   });
+}
+
+let schemaJson: Schema | undefined;
+
+// The JSON form validates about twice as fast as the text form; convert once.
+function vocabularySchema(): Schema {
+  if (schemaJson === undefined) {
+    const converted = schemaToJson(CEDAR_SCHEMA);
+    schemaJson = converted.type === 'success' ? converted.json : CEDAR_SCHEMA;
+  }
+  return schemaJson;
 }
 
 function syntaxMessage(text: string, error: DetailedError): string {

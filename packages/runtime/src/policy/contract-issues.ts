@@ -33,8 +33,8 @@ export function invalidContract(issues: readonly ContractIssue[]): AirlockError 
   );
 }
 
-/** Translates zod issues into contract issues, one per unknown key, with short messages. */
-export function issuesFromZod(issues: readonly z.core.$ZodIssue[], schema: z.ZodType): ContractIssue[] {
+/** Translates zod issues on `input` into contract issues, one per unknown key, with short messages. */
+export function issuesFromZod(issues: readonly z.core.$ZodIssue[], schema: z.ZodType, input: unknown): ContractIssue[] {
   const out: ContractIssue[] = [];
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
@@ -45,7 +45,9 @@ export function issuesFromZod(issues: readonly z.core.$ZodIssue[], schema: z.Zod
       }
       continue;
     }
-    out.push({ path: formatIssuePath(issue.path), message: shortMessage(issue) });
+    const message = shortMessage(issue);
+    const missing = issue.path.length > 0 && !hasValueAt(input, issue.path);
+    out.push({ path: formatIssuePath(issue.path), message: missing ? `required (${message})` : message });
   }
   return out;
 }
@@ -53,10 +55,19 @@ export function issuesFromZod(issues: readonly z.core.$ZodIssue[], schema: z.Zod
 function shortMessage(issue: z.core.$ZodIssue): string {
   const message = issue.message.replace(/^(Invalid (input|option)|Too (small|big)): /, '');
   if (issue.code === 'invalid_type' && message.endsWith('received undefined')) {
-    return `required (${message.replace(/, received undefined$/, '')})`;
+    return message.replace(/, received undefined$/, '');
   }
   if (issue.code === 'invalid_type' && issue.expected === 'int') return 'expected an integer';
   return message;
+}
+
+function hasValueAt(input: unknown, path: readonly PropertyKey[]): boolean {
+  let current: unknown = input;
+  for (const key of path) {
+    if (typeof current !== 'object' || current === null || !(key in current)) return false;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current !== undefined;
 }
 
 interface SchemaDefinition {

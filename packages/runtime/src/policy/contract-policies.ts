@@ -72,7 +72,7 @@ function toSource(
   }
   const parsed = policyEntryObjectSchema.safeParse(entry);
   if (!parsed.success) {
-    for (const issue of issuesFromZod(parsed.error.issues, policyEntryObjectSchema)) {
+    for (const issue of issuesFromZod(parsed.error.issues, policyEntryObjectSchema, entry)) {
       issues.push({ path: `${path}.${issue.path}`, message: issue.message });
     }
     return undefined;

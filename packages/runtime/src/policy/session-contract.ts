@@ -187,7 +187,7 @@ export type ContractParseOptions = PolicyFileOptions;
 /** Validates a contract value (already decoded from JSON or YAML); throws INVALID_CONTRACT listing every error. */
 export function parseContract(input: unknown, options: ContractParseOptions = {}): SessionContract {
   const parsed = sessionContractSchema.safeParse(input);
-  const issues = parsed.success ? [] : issuesFromZod(parsed.error.issues, sessionContractSchema);
+  const issues = parsed.success ? [] : issuesFromZod(parsed.error.issues, sessionContractSchema, input);
   const rawPolicies = isRecord(input) ? input['policies'] : undefined;
   const policies = Array.isArray(rawPolicies) ? resolveContractPolicies(rawPolicies, options, issues) : undefined;
   if (!parsed.success || issues.length > 0) throw invalidContract(issues);

@@ -1,0 +1,127 @@
+/**
+ * A thin typed wrapper around the `runsc` binary. Every call passes
+ * `--root=<driver state root>`, so Airlock's containers live in their own
+ * namespace of ids and never collide with other runsc users (pitfall 4).
+ */
+import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { AirlockError } from '../../core/errors.js';
+
+/** What a finished runsc command printed. */
+export interface RunscResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** One container as `runsc state` / `runsc list` report it. */
+export interface RunscState {
+  id: string;
+  /** created | running | paused | stopped */
+  status: string;
+  /** host pid of the sandbox process; 0 when none */
+  pid: number;
+}
+
+/** Where runsc is and where it keeps its state. */
+export interface RunscOptions {
+  binary: string;
+  /** the driver-owned `--root` */
+  stateRoot: string;
+}
+
+/** Calls runsc with the driver's `--root`. */
+export class Runsc {
+  constructor(private readonly options: RunscOptions) {}
+
+  get binary(): string {
+    return this.options.binary;
+  }
+
+  /** Global flags that every invocation carries. */
+  globalArgs(): string[] {
+    return [`--root=${this.options.stateRoot}`];
+  }
+
+  /** Runs `runsc <args>` to completion; never throws for a non-zero exit (see `code`). */
+  run(args: string[], options: { timeoutMs?: number; cwd?: string } = {}): Promise<RunscResult> {
+    return new Promise((resolve, reject) => {
+      execFile(
+        this.options.binary,
+        [...this.globalArgs(), ...args],
+        { timeout: options.timeoutMs ?? 60_000, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, ...(options.cwd ? { cwd: options.cwd } : {}) },
+        (error, stdout, stderr) => {
+          if (error && typeof error.code !== 'number') {
+            if (error.code === 'ENOENT') reject(runscMissing(this.options.binary, error));
+            else if (error.killed) resolve({ code: 124, stdout: String(stdout), stderr: `${String(stderr)}\nrunsc ${args[0] ?? ''} timed out` });
+            else reject(new AirlockError('DRIVER_FAILED', `runsc ${args[0] ?? ''} failed: ${error.message}`, { cause: error }));
+            return;
+          }
+          resolve({ code: error ? Number(error.code) : 0, stdout: String(stdout), stderr: String(stderr) });
+        },
+      );
+    });
+  }
+
+  /** Like `run` but throws DRIVER_FAILED (or DISK_FULL) naming `doing` when runsc exits non-zero. */
+  async check(args: string[], doing: string, options: { timeoutMs?: number; cwd?: string } = {}): Promise<RunscResult> {
+    const result = await this.run(args, options);
+    if (result.code !== 0) throw runscFailure(doing, result);
+    return result;
+  }
+
+  /** Starts `runsc <args>` as a child the caller owns (exec, run of a one-shot sandbox). */
+  spawn(args: string[], options: { stdio: StdioOptions; cwd?: string }): ChildProcess {
+    return spawn(this.options.binary, [...this.globalArgs(), ...args], {
+      stdio: options.stdio,
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+    });
+  }
+
+  /** `runsc state ID`, or undefined when runsc does not know the container. */
+  async state(containerId: string): Promise<RunscState | undefined> {
+    const result = await this.run(['state', containerId], { timeoutMs: 15_000 });
+    if (result.code !== 0) return undefined;
+    return parseState(JSON.parse(result.stdout) as unknown);
+  }
+
+  /** `runsc list` as JSON. */
+  async list(): Promise<RunscState[]> {
+    const result = await this.check(['list', '--format=json'], 'listing sandboxes', { timeoutMs: 30_000 });
+    const parsed = JSON.parse(result.stdout.trim() || '[]') as unknown;
+    return Array.isArray(parsed) ? parsed.map(parseState) : [];
+  }
+
+  /** `runsc --version`, e.g. "runsc version 0.0~20240729.0". */
+  async version(): Promise<string> {
+    const result = await this.run(['--version'], { timeoutMs: 15_000 });
+    return result.stdout.trim();
+  }
+}
+
+function parseState(value: unknown): RunscState {
+  const record = (value ?? {}) as Record<string, unknown>;
+  return {
+    id: String(record['id'] ?? ''),
+    status: String(record['status'] ?? 'unknown'),
+    pid: typeof record['pid'] === 'number' ? record['pid'] : 0,
+  };
+}
+
+/** The error for a missing runsc binary, naming the fix. */
+export function runscMissing(binary: string, cause?: unknown): AirlockError {
+  return new AirlockError(
+    'DRIVER_UNAVAILABLE',
+    `runsc not found at ${binary}: install gVisor with \`apt-get install -t bookworm-backports runsc\` (enable bookworm-backports first) or pass runscPath`,
+    { cause },
+  );
+}
+
+/** Turns a failed runsc call into an AirlockError; out-of-space becomes DISK_FULL. */
+export function runscFailure(doing: string, result: RunscResult): AirlockError {
+  const output = `${result.stderr}\n${result.stdout}`.trim();
+  const tail = output.split('\n').slice(-6).join('\n').slice(-2000);
+  if (/no space left on device|ENOSPC/i.test(output)) {
+    return new AirlockError('DISK_FULL', `${doing}: no space left on device; free space or raise the disk limit`, { details: { output: tail } });
+  }
+  return new AirlockError('DRIVER_FAILED', `${doing}: runsc exited with ${result.code}: ${tail}`, { details: { exitCode: result.code, output: tail } });
+}

@@ -1,0 +1,184 @@
+/**
+ * Session disks as sparse ext4 image files mounted through loop devices.
+ * One disk a session: `<root>/<sessionId>/disk.ext4`, mounted at
+ * `<root>/<sessionId>/mnt`. The image's size is the session's disk limit, so a
+ * runaway writer fills its own disk (DISK_FULL) and never the host's.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, readdir, rm, stat, statfs, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { AirlockError } from '../core/errors.js';
+import type { DiskUsage, SessionDisks } from '../core/session-disks.js';
+
+/** Options of LoopDisks. */
+export interface LoopDisksOptions {
+  /** host directory that holds one folder per session disk */
+  root: string;
+}
+
+const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const IMAGE = 'disk.ext4';
+const MOUNT = 'mnt';
+
+/** SessionDisks on loop-mounted sparse ext4 images (needs root, mkfs.ext4, mount, losetup). */
+export class LoopDisks implements SessionDisks {
+  readonly root: string;
+
+  constructor(options: LoopDisksOptions) {
+    this.root = options.root;
+  }
+
+  async create(sessionId: string, sizeMb: number): Promise<string> {
+    const dir = this.dirOf(sessionId);
+    if (!Number.isInteger(sizeMb) || sizeMb < 16) {
+      throw new AirlockError('INVALID_ARGUMENTS', `disk size must be a whole number of MB, at least 16 (got ${sizeMb})`);
+    }
+    if (await exists(join(dir, IMAGE))) {
+      throw new AirlockError('INVALID_STATE', `session ${sessionId} already has a disk; destroy it first or call ensureMounted`);
+    }
+    try {
+      await mkdir(join(dir, MOUNT), { recursive: true });
+      // truncate makes the image sparse: it takes host space only as the session writes.
+      await writeFile(join(dir, IMAGE), '');
+      await truncate(join(dir, IMAGE), sizeMb * 1024 * 1024);
+      // lazy init and no reserved blocks: creation stays fast and the session gets its whole quota.
+      await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1,nodiscard', join(dir, IMAGE)]);
+      await this.mount(sessionId);
+    } catch (error) {
+      await this.destroy(sessionId).catch(() => undefined);
+      throw diskError(error, `creating the disk of session ${sessionId}`);
+    }
+    return join(dir, MOUNT);
+  }
+
+  async ensureMounted(sessionId: string): Promise<string> {
+    const dir = this.dirOf(sessionId);
+    if (!(await exists(join(dir, IMAGE)))) {
+      throw new AirlockError('NOT_FOUND', `session ${sessionId} has no disk under ${this.root}; create it first`);
+    }
+    if (!(await isMountPoint(join(dir, MOUNT)))) await this.mount(sessionId);
+    return join(dir, MOUNT);
+  }
+
+  async clone(fromSessionId: string, toSessionId: string): Promise<string> {
+    const from = this.dirOf(fromSessionId);
+    const to = this.dirOf(toSessionId);
+    const source = await this.ensureMounted(fromSessionId);
+    if (await exists(join(to, IMAGE))) {
+      throw new AirlockError('INVALID_STATE', `session ${toSessionId} already has a disk; pick a new session id`);
+    }
+    await mkdir(join(to, MOUNT), { recursive: true });
+    try {
+      await run('sync', ['-f', source]);
+      // A frozen filesystem has its journal flushed and blocks writers, so the copy is
+      // consistent even while the source session keeps running; thaw in every case.
+      await run('fsfreeze', ['--freeze', source]);
+      try {
+        await run('cp', ['--reflink=auto', '--sparse=always', join(from, IMAGE), join(to, IMAGE)]);
+      } finally {
+        await run('fsfreeze', ['--unfreeze', source]);
+      }
+      await this.mount(toSessionId);
+    } catch (error) {
+      await this.destroy(toSessionId).catch(() => undefined);
+      throw diskError(error, `cloning the disk of session ${fromSessionId} to ${toSessionId}`);
+    }
+    return join(to, MOUNT);
+  }
+
+  async sync(sessionId: string): Promise<void> {
+    const mountPoint = join(this.dirOf(sessionId), MOUNT);
+    if (!(await isMountPoint(mountPoint))) return;
+    await run('sync', ['-f', mountPoint]).catch((error: unknown) => {
+      throw diskError(error, `syncing the disk of session ${sessionId}`);
+    });
+  }
+
+  async destroy(sessionId: string): Promise<void> {
+    const dir = this.dirOf(sessionId);
+    const mountPoint = join(dir, MOUNT);
+    // Loop until nothing is mounted there: a crash may have stacked mounts.
+    for (let attempt = 0; attempt < 5 && (await isMountPoint(mountPoint)); attempt++) {
+      await run('umount', [mountPoint]).catch(() => run('umount', ['-l', mountPoint]));
+    }
+    // `mount -o loop` auto-detaches on umount, but not after a crash between attach and mount.
+    if (await exists(join(dir, IMAGE))) {
+      const attached = await run('losetup', ['-j', join(dir, IMAGE)]).catch(() => '');
+      for (const line of attached.split('\n')) {
+        const device = line.split(':')[0]?.trim();
+        if (device) await run('losetup', ['-d', device]).catch(() => undefined);
+      }
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  async usage(sessionId: string): Promise<DiskUsage> {
+    const mountPoint = await this.ensureMounted(sessionId);
+    const stats = await statfs(mountPoint);
+    return { sizeBytes: stats.blocks * stats.bsize, usedBytes: (stats.blocks - stats.bfree) * stats.bsize };
+  }
+
+  async list(): Promise<string[]> {
+    const entries = await readdir(this.root, { withFileTypes: true }).catch(() => []);
+    const ids: string[] = [];
+    for (const entry of entries) {
+      if (entry.isDirectory() && SESSION_ID.test(entry.name) && (await exists(join(this.root, entry.name, IMAGE)))) {
+        ids.push(entry.name);
+      }
+    }
+    return ids.sort();
+  }
+
+  private async mount(sessionId: string): Promise<void> {
+    const dir = this.dirOf(sessionId);
+    await mkdir(join(dir, MOUNT), { recursive: true });
+    await run('mount', ['-o', 'loop,noatime', join(dir, IMAGE), join(dir, MOUNT)]);
+  }
+
+  private dirOf(sessionId: string): string {
+    // The id becomes a path: refuse anything that could escape the root.
+    if (!SESSION_ID.test(sessionId)) {
+      throw new AirlockError('INVALID_ARGUMENTS', `invalid session id ${JSON.stringify(sessionId)}: use letters, digits, '.', '_' and '-'`);
+    }
+    return join(this.root, sessionId);
+  }
+}
+
+/** True when `path` is a mount point according to the kernel's mount table. */
+async function isMountPoint(path: string): Promise<boolean> {
+  const table = await readFile('/proc/self/mountinfo', 'utf8');
+  return table.split('\n').some((line) => unescapeMountPath(line.split(' ')[4] ?? '') === path);
+}
+
+function unescapeMountPath(field: string): string {
+  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Runs a host tool without a shell (arguments never pass through a shell); resolves with stdout. */
+function run(file: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: 120_000, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) {
+        const message = `${file} ${args.join(' ')}: ${String(stderr).trim() || error.message}`;
+        reject(Object.assign(new Error(message, { cause: error }), { stderr: String(stderr) }));
+      } else resolve(String(stdout));
+    });
+  });
+}
+
+/** Maps host errors to AirlockErrors; out-of-space anywhere becomes DISK_FULL. */
+function diskError(error: unknown, doing: string): AirlockError {
+  if (error instanceof AirlockError) return error;
+  const text = error instanceof Error ? `${error.message} ${(error as { code?: unknown }).code ?? ''}` : String(error);
+  if (/ENOSPC|No space left|EDQUOT|quota exceeded/i.test(text)) {
+    return new AirlockError('DISK_FULL', `${doing}: no space left on the host disk; free space under the disks root or lower disk sizes`, { cause: error });
+  }
+  return new AirlockError('DRIVER_FAILED', `${doing}: ${error instanceof Error ? error.message : text}`, { cause: error });
+}

@@ -1,0 +1,133 @@
+/**
+ * The core wired to the fake driver, a real SQLite store in a temp dir and
+ * in-memory disks and images: for fast unit tests of sessions and the pipeline.
+ */
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { FakeDriver } from '../../src/drivers/fake/fake-driver.js';
+import { SqliteStore } from '../../src/stores/sqlite/sqlite-store.js';
+import { SnapshotDirectory } from '../../src/storage/snapshot-directory.js';
+import { SessionService } from '../../src/core/session-service.js';
+import { ApprovalService } from '../../src/core/approval-service.js';
+import { ToolPipeline, type CommandAnalysis } from '../../src/core/tool-pipeline.js';
+import { ToolExecutor } from '../../src/core/tool-executor.js';
+import type { Authorizer, PolicyDecision, AuthorizationContext } from '../../src/core/authorizer.js';
+import type { SessionDisks } from '../../src/core/session-disks.js';
+import type { ImageCatalog, ImageRecord } from '../../src/images/image-catalog.js';
+import { AirlockError } from '../../src/core/errors.js';
+import { parseContract, type SessionContract } from '../../src/policy/session-contract.js';
+
+/** Disks as plain temp directories. */
+export class DirectoryDisks implements SessionDisks {
+  constructor(private readonly root: string) {}
+  async create(sessionId: string): Promise<string> {
+    return this.ensureMounted(sessionId);
+  }
+  async ensureMounted(sessionId: string): Promise<string> {
+    const dir = join(this.root, sessionId);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+  async clone(_from: string, to: string): Promise<string> {
+    return this.ensureMounted(to);
+  }
+  async sync(): Promise<void> {}
+  async destroy(sessionId: string): Promise<void> {
+    rmSync(join(this.root, sessionId), { recursive: true, force: true });
+  }
+  async usage() {
+    return { sizeBytes: 0, usedBytes: 0 };
+  }
+  async list(): Promise<string[]> {
+    return [];
+  }
+}
+
+/** One fixed image. */
+export class StaticImages implements ImageCatalog {
+  readonly image: ImageRecord = { name: 'test-image', digest: 'sha256:test', rootfsDir: '/nonexistent', source: 'oci-archive', sizeBytes: 0, createdAt: new Date(0).toISOString(), env: {} };
+  async list() {
+    return [this.image];
+  }
+  async get(name: string) {
+    if (name !== this.image.name && name !== 'debian-bookworm') throw new AirlockError('IMAGE_NOT_FOUND', `no image ${name}`);
+    return this.image;
+  }
+  async buildDebian(): Promise<ImageRecord> {
+    return this.image;
+  }
+  async importOciArchive(): Promise<ImageRecord> {
+    return this.image;
+  }
+  async remove(): Promise<void> {}
+}
+
+/** An authorizer answering from a function of the context. */
+export class ScriptedAuthorizer implements Authorizer {
+  readonly seen: AuthorizationContext[] = [];
+  decide: (context: AuthorizationContext) => PolicyDecision['decision'] = () => 'allow';
+  authorize(_session: unknown, context: AuthorizationContext): PolicyDecision {
+    this.seen.push(context);
+    const decision = this.decide(context);
+    return { decision, policyIds: [`p-${decision}`], reason: `scripted ${decision}`, errors: [], enforced: true };
+  }
+}
+
+/** The wired core. */
+export interface CoreFixture {
+  dir: string;
+  driver: FakeDriver;
+  store: SqliteStore;
+  sessions: SessionService;
+  approvals: ApprovalService;
+  pipeline: ToolPipeline;
+  authorizer: ScriptedAuthorizer;
+  artifacts: SnapshotDirectory;
+  contract(extra?: Record<string, unknown>): SessionContract;
+  close(): void;
+}
+
+/** Builds a fresh fixture. */
+export function coreFixture(): CoreFixture {
+  const dir = mkdtempSync('/tmp/airlock-core-');
+  const driver = new FakeDriver();
+  const store = new SqliteStore(join(dir, 'airlock.db'));
+  const artifacts = new SnapshotDirectory(join(dir, 'snapshots'));
+  const sessions = new SessionService({
+    store,
+    driver,
+    disks: new DirectoryDisks(join(dir, 'disks')),
+    images: new StaticImages(),
+    artifacts,
+    layout: { sandboxStateDir: (id) => join(dir, 'state', id) },
+  });
+  // the fake checkpoint writes nothing: give every snapshot one file so it can be sealed
+  const realCheckpoint = driver.checkpoint.bind(driver);
+  driver.checkpoint = async (handle, imageDir, options) => {
+    mkdirSync(imageDir, { recursive: true });
+    writeFileSync(join(imageDir, 'checkpoint.img'), `memory of ${handle.sandboxId}`);
+    return realCheckpoint(handle, imageDir, options);
+  };
+  const approvals = new ApprovalService(store);
+  const authorizer = new ScriptedAuthorizer();
+  const analyze = (input: { command?: string; argv?: string[] }): CommandAnalysis => {
+    const words = input.command ? input.command.split(/[\s;&|]+/) : (input.argv ?? []);
+    return { programs: [...new Set(words.filter(Boolean))].sort(), analysable: true, reasons: [] };
+  };
+  const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor: new ToolExecutor(sessions, driver), approvals });
+  return {
+    dir,
+    driver,
+    store,
+    sessions,
+    approvals,
+    pipeline,
+    authorizer,
+    artifacts,
+    contract: (extra = {}) => parseContract({ version: 1, ...extra }),
+    close() {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

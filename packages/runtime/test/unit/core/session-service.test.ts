@@ -1,0 +1,109 @@
+import { describe, it, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync, readdirSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
+import { reconcileSessions } from '../../../src/core/session-reconciler.js';
+import { DirectoryDisks } from '../../support/core-fixture.js';
+import { verifyChain } from '../../../src/audit/hash-chain.js';
+
+describe('SessionService', () => {
+  let fx: CoreFixture;
+  beforeEach(() => {
+    fx = coreFixture();
+  });
+  afterEach(() => fx.close());
+
+  it('creates, suspends, resumes and terminates, recording each step in a valid chain', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    assert.equal(session.state, 'running');
+    assert.ok(session.sandbox);
+    const suspended = await fx.sessions.suspend(session.id);
+    assert.equal(suspended.state, 'suspended');
+    assert.equal(suspended.sandbox, null);
+    assert.equal(fx.driver.sandboxes.size, 0, 'no sandbox while suspended');
+    const resumed = await fx.sessions.resume(session.id);
+    assert.equal(resumed.state, 'running');
+    assert.equal(resumed.generation, 2);
+    const terminated = await fx.sessions.terminate(session.id);
+    assert.equal(terminated.state, 'terminated');
+    assert.deepEqual(readdirSync(join(fx.dir, 'snapshots')), [], 'memory images are destroyed');
+    const records = fx.store.listAudit(session.id);
+    assert.deepEqual(
+      records.map((r) => r.type).filter((t) => !t.endsWith('-started')),
+      ['session.created', 'session.started', 'session.suspended', 'session.resumed', 'snapshot.deleted', 'session.terminated'],
+    );
+    assert.equal(verifyChain(session.id, records, fx.store.auditHead(session.id)).ok, true);
+  });
+
+  it('refuses transitions from the wrong state and changes nothing', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    await assert.rejects(fx.sessions.resume(session.id), { code: 'INVALID_STATE' });
+    await fx.sessions.suspend(session.id);
+    await assert.rejects(fx.sessions.suspend(session.id), { code: 'INVALID_STATE' });
+    await fx.sessions.terminate(session.id);
+    await assert.rejects(fx.sessions.resume(session.id), { code: 'INVALID_STATE' });
+    await assert.rejects(fx.pipeline.submit(session.id, 'exec', { argv: ['true'] }), { code: 'INVALID_STATE' });
+    assert.throws(() => fx.sessions.get('ses_nope'), { code: 'SESSION_NOT_FOUND' });
+  });
+
+  it('keeps the session running when a checkpoint fails', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    fx.driver.checkpoint = async () => {
+      throw Object.assign(new Error('No space left on device'), { code: 'ENOSPC' });
+    };
+    await assert.rejects(fx.sessions.suspend(session.id), /suspend of session/);
+    const after = fx.sessions.get(session.id);
+    assert.equal(after.state, 'running');
+    assert.equal(after.pendingOperation, null);
+    const left = existsSync(join(fx.dir, 'snapshots')) ? readdirSync(join(fx.dir, 'snapshots')) : [];
+    assert.deepEqual(left, [], 'no half snapshot is left behind');
+  });
+
+  it('refuses to resume from a snapshot altered on disk, and stays suspended', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    const suspended = await fx.sessions.suspend(session.id);
+    writeFileSync(join(fx.artifacts.pathFor(suspended.resumeSnapshotId ?? ''), 'checkpoint.img'), 'tampered');
+    await assert.rejects(fx.sessions.resume(session.id), { code: 'SNAPSHOT_CORRUPT' });
+    assert.equal(fx.sessions.get(session.id).state, 'suspended');
+  });
+
+  it('wakes a suspended session transparently on the next tool call', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    await fx.sessions.suspend(session.id);
+    const outcome = await fx.pipeline.submit(session.id, 'exec', { argv: ['echo', 'hi'] });
+    assert.equal(outcome.status, 'completed');
+    assert.equal(fx.sessions.get(session.id).state, 'running');
+  });
+
+  it('reconciles after a crash: an interrupted suspend whose image is complete becomes suspended, orphans are removed', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    // simulate a crash after the checkpoint completed but before it was recorded
+    const snapshotId = 'snap_crashed0000000000';
+    fx.store.transaction(() => {
+      const record = fx.sessions.get(session.id);
+      record.pendingOperation = 'suspend';
+      fx.store.updateSession(record);
+      fx.store.appendAudit({ sessionId: session.id, type: 'session.suspend-started', data: { snapshotId } });
+    });
+    const handle = fx.sessions.get(session.id).sandbox;
+    assert.ok(handle);
+    await fx.driver.checkpoint(handle, fx.artifacts.pathFor(snapshotId), { leaveRunning: false });
+    await fx.driver.start({ sandboxId: 'airlock-ses_orphan-g1', sessionId: 'ses_orphan', rootfsDir: '', diskDir: '', stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
+    const report = await reconcileSessions({ store: fx.store, driver: fx.driver, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
+    assert.deepEqual(report.completed, [session.id]);
+    assert.ok(report.orphansRemoved.includes('airlock-ses_orphan-g1'));
+    const after = fx.sessions.get(session.id);
+    assert.equal(after.state, 'suspended');
+    assert.equal(after.resumeSnapshotId, snapshotId);
+    assert.equal((await fx.sessions.resume(session.id)).state, 'running');
+  });
+
+  it('reconciles after a crash: a running session whose machine is gone is marked failed, not lost silently', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    fx.driver.sandboxes.clear();
+    const report = await reconcileSessions({ store: fx.store, driver: fx.driver, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
+    assert.deepEqual(report.failed, [session.id]);
+    assert.equal(fx.sessions.get(session.id).failure?.code, 'SANDBOX_DIED');
+  });
+});
