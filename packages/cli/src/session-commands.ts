@@ -58,7 +58,7 @@ export function registerSessionCommands(program: Command): void {
         ...(options.mode === undefined ? {} : { mode: options.mode }),
         ...(options.idleTimeout === undefined ? {} : { idleTimeoutSeconds: options.idleTimeout }),
       });
-      if (options.json) printJson({ id: sandbox.id, state: sandbox.info.state, ...sandbox.info });
+      if (options.json) printJson(sandbox.info);
       else process.stdout.write(`${sandbox.id}\n`);
     });
 

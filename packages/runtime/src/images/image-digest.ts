@@ -21,7 +21,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, type Stats } from 'node:fs';
-import { lstat, readdir, readlink } from 'node:fs/promises';
+import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** The digest of a root filesystem and what it takes on disk. */
@@ -37,6 +37,7 @@ export interface RootfsDigest {
 const VERSION_LINE = 'airlock-rootfs-v1';
 /** files hashed at once: enough to keep the disk busy without a burst of open descriptors */
 const HASH_CONCURRENCY = 8;
+const STREAM_THRESHOLD = 1 << 20;
 
 /** Computes the canonical digest of the tree at `rootfs` (see the file header for the listing format). */
 export async function digestRootfs(rootfs: string): Promise<RootfsDigest> {
@@ -49,7 +50,7 @@ export async function digestRootfs(rootfs: string): Promise<RootfsDigest> {
   const worker = async (): Promise<void> => {
     while (next < files.length) {
       const entry = files[next++] as TreeEntry;
-      contentHashes.set(entry.relative, await hashFile(join(rootfs, entry.relative)));
+      contentHashes.set(entry.relative, await hashFile(join(rootfs, entry.relative), entry.stats.size));
     }
   };
   await Promise.all(Array.from({ length: HASH_CONCURRENCY }, worker));
@@ -101,9 +102,13 @@ async function listTree(root: string): Promise<TreeEntry[]> {
   return entries;
 }
 
-async function hashFile(path: string): Promise<string> {
+async function hashFile(path: string, size: number): Promise<string> {
   const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  if (size <= STREAM_THRESHOLD) {
+    // most files are small: one read, and no 1 MiB stream buffer allocated for each of thousands of files
+    return hash.update(await readFile(path)).digest('hex');
+  }
+  for await (const chunk of createReadStream(path, { highWaterMark: STREAM_THRESHOLD })) hash.update(chunk as Buffer);
   return hash.digest('hex');
 }
 

@@ -10,13 +10,11 @@
  * so verifying blob digests later costs nothing.
  */
 import { createHash } from 'node:crypto';
-import { constants, createReadStream } from 'node:fs';
+import { constants } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import { pipeline, type Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
+import { readDecompressed } from './archive-compression.js';
 import { imageProblem } from './image-errors.js';
-import { detectCompression } from './oci-layer-applier.js';
 import { readTarArchive } from './tar-entry-reader.js';
 
 /** One regular file of the archive, as unpacked. */
@@ -42,12 +40,8 @@ export class OciArchiveContents {
   static async unpack(archivePath: string, scratchDir: string): Promise<OciArchiveContents> {
     const files = new Map<string, ArchiveFile>();
     const links = new Map<string, string>();
-    const compression = await detectCompression(archivePath);
-    if (compression === 'zstd') throw imageProblem('the archive is zstd-compressed; decompress it first');
-    const raw = createReadStream(archivePath, { highWaterMark: 1 << 20 });
-    const source: Readable = compression === 'gzip' ? pipeline(raw, createGunzip(), () => undefined) : raw;
     let counter = 0;
-    await readTarArchive(source, 'the archive', async (header) => {
+    await readTarArchive(readDecompressed(archivePath, 'the archive'), 'the archive', async (header) => {
       const name = archiveName(header.path);
       if (name === undefined) return undefined;
       if (header.type === 'SymbolicLink' || header.type === 'Link') {
@@ -67,7 +61,7 @@ export class OciArchiveContents {
         async write(chunk) {
           hash.update(chunk);
           size += chunk.length;
-          await handle.write(chunk);
+          for (let offset = 0; offset < chunk.length; ) offset += (await handle.write(chunk, offset)).bytesWritten;
         },
         async end() {
           await handle.close();
@@ -77,9 +71,6 @@ export class OciArchiveContents {
           await handle.close();
         },
       };
-    }).catch((error: unknown) => {
-      if (compression === 'gzip' && isZlibError(error)) throw imageProblem(`the archive is not valid gzip (${(error as Error).message})`);
-      throw error;
     });
     return new OciArchiveContents(files, links);
   }
@@ -125,9 +116,4 @@ function archiveName(raw: string): string | undefined {
   }
   const trimmed = normalized.replace(/\/+$/, '');
   return trimmed === '' || trimmed === '.' ? undefined : trimmed;
-}
-
-function isZlibError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === 'Z_BUF_ERROR' || code === 'Z_DATA_ERROR';
 }

@@ -13,8 +13,10 @@
  * `open(O_EXCL | O_NOFOLLOW)`, `symlink` or `link` cannot land outside it.
  * Only the importer writes into the staging tree, so nothing can swap a
  * directory for a symlink between the check and the use.
+ *
+ * Synchronous on purpose, like the layer applier: see there.
  */
-import { lstat, mkdir, readlink } from 'node:fs/promises';
+import { lstatSync, mkdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { errnoCode, imageProblem } from './image-errors.js';
 
@@ -52,7 +54,7 @@ export interface ResolveOptions {
  * the last) inside `root`, following symlinks with `root` as `/`. Returns its
  * host path, or undefined when a component is missing and `create` is off.
  */
-export async function resolveParentDirectory(root: string, parts: readonly string[], options: ResolveOptions): Promise<string | undefined> {
+export function resolveParentDirectory(root: string, parts: readonly string[], options: ResolveOptions): string | undefined {
   const pending = parts.slice(0, -1);
   let resolved: string[] = [];
   let hops = 0;
@@ -67,11 +69,11 @@ export async function resolveParentDirectory(root: string, parts: readonly strin
     const hostPath = join(root, ...resolved, part);
     let stats;
     try {
-      stats = await lstat(hostPath);
+      stats = lstatSync(hostPath);
     } catch (error) {
       if (errnoCode(error) !== 'ENOENT') throw error;
       if (!options.create) return undefined;
-      await mkdir(hostPath, { mode: 0o755 });
+      mkdirSync(hostPath, { mode: 0o755 });
       options.onCreate?.(hostPath);
       resolved.push(part);
       continue;
@@ -81,7 +83,7 @@ export async function resolveParentDirectory(root: string, parts: readonly strin
       if (hops > MAX_SYMLINK_HOPS) {
         throw imageProblem(`${options.label} has an entry below a symlink loop (${parts.join('/')})`, { entry: parts.join('/') });
       }
-      const target = await readlink(hostPath);
+      const target = readlinkSync(hostPath);
       if (target.startsWith('/')) resolved = [];
       pending.unshift(...target.split('/'));
       continue;

@@ -63,7 +63,7 @@ export function checkPolicySources(sources: readonly PolicySource[], typecheck =
       if (checked === undefined) return;
       const owner = owners.get(checked.id);
       if (owner !== undefined) {
-        issues.push({ path, message: `duplicate policy id "${checked.id}" (also used by policies[${owner}])` });
+        issues.push({ path: `policies[${source.index}]`, message: `duplicate policy id "${checked.id}" (also used by policies[${owner}])` });
         return;
       }
       owners.set(checked.id, source.index);

@@ -166,7 +166,10 @@ function shellHandler(words: readonly ShellWord[], next: number, out: ProgramCol
   let index = next;
   for (; index < words.length; index++) {
     const word = words[index] as ShellWord;
-    if (word.dynamic) return out.problem(`${name} is given options only known at run time`);
+    if (word.dynamic) {
+      if (hasCommand) break;
+      return out.problem(`${name} is given a script or options only known at run time: ${display(word)}`);
+    }
     const text = word.text;
     if (text === '--' || text === '-') {
       index++;

@@ -45,6 +45,7 @@ const OPERATORS = [';;&', '&&', '||', ';;', ';&', '|&', '|', '&', ';', '(', ')']
 const REDIRECTS = ['<<<', '<<-', '&>>', '<<', '<&', '<>', '>>', '>&', '>|', '&>', '<', '>'];
 const WORD_END = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 const ASSIGNMENT = /[A-Za-z_][A-Za-z0-9_]*\+?=/y;
+const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
 const BRACE_EXPANSION = /\{[^{}]*(,|\.\.)[^{}]*\}/;
 
 interface PendingHeredoc {
@@ -252,7 +253,8 @@ export class ShellLexer {
       this.#readBracedParameter();
       word.dynamic = true;
     } else if (next !== undefined && /[A-Za-z_]/.test(next)) {
-      this.#pos += 1 + (/^[A-Za-z_][A-Za-z0-9_]*/.exec(this.source.slice(this.#pos + 1))?.[0].length ?? 1);
+      NAME.lastIndex = this.#pos + 1;
+      this.#pos += 1 + (NAME.exec(this.source)?.[0].length ?? 1);
       word.dynamic = true;
     } else if (next !== undefined && /[0-9@*#?$!-]/.test(next)) {
       this.#pos += 2;

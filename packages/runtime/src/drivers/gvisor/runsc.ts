@@ -4,6 +4,7 @@
  * namespace of ids and never collide with other runsc users (pitfall 4).
  */
 import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { open, readFile } from 'node:fs/promises';
 import { AirlockError } from '../../core/errors.js';
 
 /** What a finished runsc command printed. */
@@ -75,6 +76,35 @@ export class Runsc {
       stdio: options.stdio,
       ...(options.cwd ? { cwd: options.cwd } : {}),
     });
+  }
+
+  /**
+   * Runs a runsc command whose sandbox outlives it (`run --detach`, `restore --detach`).
+   * Its stdio goes to `logPath` opened with O_APPEND: runsc keeps these descriptors in the
+   * sandbox, so pipes would never close (pitfall 2), and a file without O_APPEND gets
+   * overwritten at runsc's own offset (pitfall 1).
+   */
+  async runWithLog(args: string[], options: { logPath: string; cwd: string; timeoutMs?: number }): Promise<RunscResult> {
+    const log = await open(options.logPath, 'a');
+    const before = (await log.stat()).size;
+    try {
+      const child = spawn(this.options.binary, [...this.globalArgs(), ...args], { cwd: options.cwd, stdio: ['ignore', log.fd, log.fd] });
+      const code = await new Promise<number>((resolve, reject) => {
+        const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
+        child.once('error', (error: NodeJS.ErrnoException) => {
+          clearTimeout(timer);
+          reject(error.code === 'ENOENT' ? runscMissing(this.options.binary, error) : error);
+        });
+        child.once('exit', (exitCode, signal) => {
+          clearTimeout(timer);
+          resolve(exitCode ?? (signal ? 128 + 9 : 1));
+        });
+      });
+      const output = (await readFile(options.logPath)).subarray(before).toString('utf8');
+      return { code, stdout: '', stderr: output };
+    } finally {
+      await log.close();
+    }
   }
 
   /** `runsc state ID`, or undefined when runsc does not know the container. */

@@ -6,6 +6,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
 /** One entry of a hand-made tar. */
@@ -184,4 +187,23 @@ function paxRecord(key: string, value: string): Buffer {
 function pad(data: Buffer): Buffer {
   const remainder = data.length % 512;
   return remainder === 0 ? data : Buffer.concat([data, Buffer.alloc(512 - remainder)]);
+}
+
+/** A fresh temporary directory, deleted when the test ends. */
+export async function temporaryDirectory(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'airlock-images-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** An assert.rejects matcher: an AirlockError with `code` whose message contains every one of `fragments`. */
+export function airlockError(code: string, ...fragments: string[]): (error: unknown) => boolean {
+  return (error: unknown) => {
+    const actual = error as { code?: unknown; message?: unknown };
+    if (actual.code !== code) throw new Error(`expected ${code}, got ${String(actual.code)}: ${String(actual.message)}`);
+    for (const fragment of fragments) {
+      if (!String(actual.message).includes(fragment)) throw new Error(`message lacks ${JSON.stringify(fragment)}: ${String(actual.message)}`);
+    }
+    return true;
+  };
 }

@@ -1,0 +1,117 @@
+/**
+ * What a driver's test file hands to the conformance suite, and the small
+ * helpers the cases share. The suite knows nothing about runsc or QEMU: all
+ * host-side knowledge (where a workspace lives, what a leak looks like) comes
+ * through this context.
+ */
+import assert from 'node:assert/strict';
+import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources, SandboxSpec } from '../../core/sandbox-driver.js';
+
+/** Options for a new spec. */
+export interface SpecOptions {
+  resources?: Partial<SandboxResources>;
+  /** reuse this spec's session disk (restore, per-call sandboxes) instead of a fresh one */
+  sameDiskAs?: SandboxSpec;
+  oneShot?: { argv: string[] };
+  env?: Record<string, string>;
+}
+
+/** The host side of a driver under test. */
+export interface ConformanceContext {
+  driver: SandboxDriver;
+  /** A spec with a new sandboxId and state dir, on a fresh (or the given) session disk. */
+  newSpec(options?: SpecOptions): Promise<SandboxSpec>;
+  /** Host directory that is /workspace inside the sandboxes of `spec`. */
+  workspaceHostDir(spec: SandboxSpec): string;
+  /** A host path for a checkpoint image that does not exist yet. */
+  newImageDir(): Promise<string>;
+  /** A file that exists on the host only; sandboxes must not see it. */
+  hostSecret: { path: string; content: string };
+  /** Host resources of the sandbox that still exist (processes, cgroups, runtime state, mounts); [] when none. */
+  leftovers(sandboxId: string): Promise<string[]>;
+  /** A fingerprint of the image rootfs; it must never change. */
+  imageFingerprint(): Promise<string>;
+  /** Releases everything the context made; called once after the suite. */
+  dispose(): Promise<void>;
+}
+
+/** Default resources of conformance sandboxes. */
+export const DEFAULT_RESOURCES: SandboxResources = { cpus: 1, memoryMb: 256, maxProcesses: 128, diskMb: 256 };
+
+/** A finished command with its output as text. */
+export interface CommandResult extends ExecOutcome {
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `sh -c script` in the sandbox and collects its output. */
+export async function sh(
+  driver: SandboxDriver,
+  handle: SandboxHandle,
+  script: string,
+  options: Partial<Omit<ExecRequest, 'argv' | 'onStdout' | 'onStderr'>> = {},
+): Promise<CommandResult> {
+  return run(driver, handle, ['sh', '-c', script], options);
+}
+
+/** Runs argv in the sandbox and collects its output. */
+export async function run(
+  driver: SandboxDriver,
+  handle: SandboxHandle,
+  argv: string[],
+  options: Partial<Omit<ExecRequest, 'argv' | 'onStdout' | 'onStderr'>> = {},
+): Promise<CommandResult> {
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  const outcome = await driver.exec(handle, {
+    argv,
+    cwd: options.cwd ?? '/',
+    env: options.env ?? {},
+    timeoutMs: options.timeoutMs ?? 30_000,
+    ...(options.stdin ? { stdin: options.stdin } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    onStdout: (chunk) => stdout.push(chunk),
+    onStderr: (chunk) => stderr.push(chunk),
+  });
+  return { ...outcome, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') };
+}
+
+/** Runs a script that must succeed and returns its trimmed stdout. */
+export async function shOk(driver: SandboxDriver, handle: SandboxHandle, script: string): Promise<string> {
+  const result = await sh(driver, handle, script);
+  assert.equal(result.exitCode, 0, `script failed (${result.exitCode}): ${script}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+  return result.stdout.trim();
+}
+
+/** Starts a sandbox, runs `body`, and destroys the sandbox whatever happens. */
+export async function withSandbox<T>(context: ConformanceContext, options: SpecOptions, body: (handle: SandboxHandle, spec: SandboxSpec) => Promise<T>): Promise<T> {
+  const spec = await context.newSpec(options);
+  const handle = await context.driver.start(spec);
+  try {
+    return await body(handle, spec);
+  } finally {
+    await context.driver.destroy(handle);
+  }
+}
+
+/** Polls `probe` until it returns a value that `accept` likes, or fails after `timeoutMs`. */
+export async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | undefined;
+  while (Date.now() < deadline) {
+    last = await probe();
+    if (accept(last)) return last;
+    await sleep(200);
+  }
+  assert.fail(`${what}: still ${JSON.stringify(last)} after ${timeoutMs} ms`);
+}
+
+/** Resolves after `ms`. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A shell loop that writes an increasing counter to `file` every 0.2 s, started in the background; prints its pid. */
+export function counterScript(file: string): string {
+  return `i=0; while :; do i=$((i+1)); echo $i > ${file}; sleep 0.2; done </dev/null >/dev/null 2>&1 & echo $!`;
+}

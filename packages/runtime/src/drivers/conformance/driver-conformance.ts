@@ -1,0 +1,34 @@
+/**
+ * The shared test suite every SandboxDriver passes (node:test). A driver's
+ * test file calls `runDriverConformance('gvisor', makeContext)`; cases that
+ * the driver's capabilities exclude are skipped with the reason.
+ */
+import { after, before, describe } from 'node:test';
+import { commandCases } from './command-cases.js';
+import type { ConformanceContext } from './conformance-context.js';
+import { containmentCases } from './containment-cases.js';
+import { lifecycleCases } from './lifecycle-cases.js';
+
+export type { ConformanceContext, SpecOptions } from './conformance-context.js';
+export { DEFAULT_RESOURCES } from './conformance-context.js';
+
+/** Registers the conformance suite for one driver; `makeContext` runs once before the cases. */
+export function runDriverConformance(name: string, makeContext: () => Promise<ConformanceContext>): void {
+  describe(`${name} driver conformance`, () => {
+    let context: ConformanceContext | undefined;
+    const getContext = (): ConformanceContext => {
+      if (!context) throw new Error('conformance context is not ready (makeContext failed?)');
+      return context;
+    };
+    before(async () => {
+      context = await makeContext();
+      await context.driver.checkHost();
+    });
+    after(async () => {
+      await context?.dispose();
+    });
+    commandCases(getContext);
+    lifecycleCases(getContext);
+    containmentCases(getContext);
+  });
+}

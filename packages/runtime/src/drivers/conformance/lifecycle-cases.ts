@@ -1,0 +1,142 @@
+/**
+ * Conformance cases about a sandbox's life: checkpoint/restore, fork, pause,
+ * resize, per-call sandboxes and destroy. Each case owns its sandboxes and
+ * skips itself (with the reason) when the driver lacks the capability.
+ */
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import type { SandboxHandle } from '../../core/sandbox-driver.js';
+import { counterScript, eventually, sh, shOk, sleep, withSandbox, type ConformanceContext } from './conformance-context.js';
+
+/** Registers the lifecycle cases. */
+export function lifecycleCases(getContext: () => ConformanceContext): void {
+  describe('lifecycle', () => {
+    const context = (): ConformanceContext => getContext();
+
+    it('checkpoint stops the sandbox; restore continues its processes and files', async (t: TestContext) => {
+      const { driver } = context();
+      if (!driver.capabilities.snapshot) return t.skip('driver declares no snapshot capability');
+      const spec = await context().newSpec();
+      const handle = await driver.start(spec);
+      let restored: SandboxHandle | undefined;
+      try {
+        const pid = await shOk(driver, handle, counterScript('/tmp/counter'));
+        await shOk(driver, handle, 'echo kept > /etc/marker');
+        const before = Number(await eventually(() => shOk(driver, handle, 'cat /tmp/counter 2>/dev/null || echo 0'), (v) => Number(v) > 2, 15_000, 'counter'));
+        const image = await context().newImageDir();
+        const result = await driver.checkpoint(handle, image, { leaveRunning: false });
+        assert.equal(result.imageDir, image);
+        assert.ok(result.bytes > 0, 'empty checkpoint image');
+        assert.ok(['missing', 'stopped'].includes(await driver.status(handle)), 'sandbox still there after checkpoint');
+        assert.deepEqual(await context().leftovers(handle.sandboxId), [], 'checkpointed sandbox left host resources');
+
+        restored = await driver.restore(await context().newSpec({ sameDiskAs: spec }), image);
+        assert.equal(await driver.status(restored), 'running');
+        assert.equal(await shOk(driver, restored, `kill -0 ${pid} && echo alive; cat /etc/marker`), 'alive\nkept');
+        const after = Number(await eventually(() => shOk(driver, restored as SandboxHandle, 'cat /tmp/counter'), (v) => Number(v) > before + 2, 15_000, 'restored counter'));
+        assert.ok(after > before, `counter went from ${before} to ${after}`);
+      } finally {
+        if (restored) await driver.destroy(restored);
+        await driver.destroy(handle);
+      }
+    });
+
+    it('restores one image into several independent sandboxes (fork)', async (t: TestContext) => {
+      const { driver } = context();
+      if (!driver.capabilities.snapshot || !driver.capabilities.fork) return t.skip('driver declares no snapshot/fork capability');
+      const spec = await context().newSpec();
+      const image = await context().newImageDir();
+      const handle = await driver.start(spec);
+      try {
+        await shOk(driver, handle, `${counterScript('/tmp/counter')} >/dev/null; echo base > /etc/branch`);
+        await driver.checkpoint(handle, image, { leaveRunning: true });
+        assert.equal(await driver.status(handle), 'running', 'leaveRunning kept the sandbox');
+      } finally {
+        await driver.destroy(handle);
+      }
+      const branches: SandboxHandle[] = [];
+      try {
+        for (let index = 0; index < 2; index++) branches.push(await driver.restore(await context().newSpec(), image));
+        await shOk(driver, branches[0] as SandboxHandle, 'echo one > /etc/branch');
+        assert.equal(await shOk(driver, branches[1] as SandboxHandle, 'cat /etc/branch'), 'base', 'branches share a root layer');
+        for (const branch of branches) {
+          const first = Number(await shOk(driver, branch, 'cat /tmp/counter'));
+          await eventually(() => shOk(driver, branch, 'cat /tmp/counter'), (v) => Number(v) > first, 10_000, 'branch counter');
+        }
+      } finally {
+        for (const branch of branches) await driver.destroy(branch);
+      }
+    });
+
+    it('pause freezes every process and unpause thaws them', async (t: TestContext) => {
+      const { driver } = context();
+      if (!driver.capabilities.pause) return t.skip('driver declares no pause capability');
+      await withSandbox(context(), {}, async (handle, spec) => {
+        await shOk(driver, handle, counterScript('/workspace/paused-counter'));
+        const file = join(context().workspaceHostDir(spec), 'paused-counter');
+        await eventually(() => readFile(file, 'utf8').catch(() => '0'), (v) => Number(v) > 0, 10_000, 'counter');
+        await driver.pause(handle);
+        assert.equal(await driver.status(handle), 'paused');
+        const frozen = Number(await readFile(file, 'utf8'));
+        await sleep(1_200);
+        assert.equal(Number(await readFile(file, 'utf8')), frozen, 'counter moved while paused');
+        await driver.unpause(handle);
+        assert.equal(await driver.status(handle), 'running');
+        await eventually(() => readFile(file, 'utf8'), (v) => Number(v) > frozen, 10_000, 'counter after unpause');
+      });
+    });
+
+    it('resize raises the memory limit of a running sandbox', async (t: TestContext) => {
+      const { driver } = context();
+      if (!driver.capabilities.resize) return t.skip('driver declares no resize capability');
+      await withSandbox(context(), { resources: { memoryMb: 128 } }, async (handle) => {
+        await driver.resize(handle, { cpus: 2, memoryMb: 768 });
+        // 300 MB in tmpfs is sandbox memory: fatal under the 128 MB it started with (see the memory case).
+        const fill = await sh(driver, handle, 'dd if=/dev/zero of=/tmp/fill bs=1M count=300 2>&1 && rm /tmp/fill && echo filled', { timeoutMs: 120_000 });
+        assert.equal(fill.exitCode, 0, fill.stdout + fill.stderr);
+        assert.match(fill.stdout, /filled/);
+        assert.equal(await driver.status(handle), 'running');
+      });
+    });
+
+    it('runOnce sees the workspace, keeps only /workspace and leaves nothing behind', async () => {
+      const { driver } = context();
+      const base = await context().newSpec();
+      await writeFile(join(context().workspaceHostDir(base), 'seed.txt'), 'seeded');
+      const first = await context().newSpec({
+        sameDiskAs: base,
+        oneShot: { argv: ['sh', '-c', 'cat /workspace/seed.txt; echo; echo x > /etc/once; sleep 300 & echo $! > /workspace/bg.pid; echo done'] },
+      });
+      const stdout: Buffer[] = [];
+      const outcome = await driver.runOnce(first, { cwd: '/workspace', env: {}, timeoutMs: 60_000, onStdout: (chunk) => stdout.push(chunk) });
+      assert.equal(outcome.exitCode, 0);
+      assert.equal(Buffer.concat(stdout).toString(), 'seeded\ndone\n');
+      assert.equal(await driver.status({ sandboxId: first.sandboxId, sessionId: first.sessionId, driverData: {} }).catch(() => 'missing'), 'missing');
+      assert.deepEqual(await context().leftovers(first.sandboxId), [], 'runOnce left its sandbox (or its background sleep) behind');
+
+      const second = await context().newSpec({ sameDiskAs: base, oneShot: { argv: ['sh', '-c', 'cat /workspace/bg.pid >/dev/null && ! cat /etc/once 2>/dev/null'] } });
+      assert.equal((await driver.runOnce(second, { cwd: '/', env: {}, timeoutMs: 60_000 })).exitCode, 0, 'root writes of a per-call sandbox must be discarded');
+
+      const slow = await context().newSpec({ sameDiskAs: base, oneShot: { argv: ['sleep', '300'] } });
+      const killed = await driver.runOnce(slow, { cwd: '/', env: {}, timeoutMs: 1_500 });
+      assert.equal(killed.timedOut, true);
+      assert.equal(killed.exitCode, 137);
+      assert.deepEqual(await context().leftovers(slow.sandboxId), []);
+    });
+
+    it('destroy removes everything and can be repeated', async () => {
+      const { driver } = context();
+      const spec = await context().newSpec();
+      const handle = await driver.start(spec);
+      await shOk(driver, handle, 'sleep 300 >/dev/null 2>&1 & echo started');
+      assert.notDeepEqual(await context().leftovers(handle.sandboxId), [], 'leftovers() sees a live sandbox');
+      await driver.destroy(handle);
+      assert.equal(await driver.status(handle), 'missing');
+      assert.deepEqual(await context().leftovers(handle.sandboxId), []);
+      await driver.destroy(handle);
+      assert.ok(!(await driver.list()).some((listing) => listing.sandboxId === handle.sandboxId), 'destroyed sandbox still listed');
+    });
+  });
+}

@@ -1,0 +1,407 @@
+/**
+ * The gVisor (runsc) sandbox driver: one user-space-kernel machine per
+ * session, with its writable root layer and /workspace on the session disk.
+ * See docs in `in-sandbox-scripts.ts` (how commands run), `rootfs-view.ts`
+ * (why the image is mounted read-only) and `cgroups.ts` (limits).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { AirlockError } from '../../core/errors.js';
+import type {
+  CheckpointResult,
+  DriverCapabilities,
+  ExecOutcome,
+  ExecRequest,
+  SandboxDriver,
+  SandboxHandle,
+  SandboxListing,
+  SandboxResources,
+  SandboxSpec,
+  SandboxUsage,
+} from '../../core/sandbox-driver.js';
+import { readUsage, removeCgroups, writeLimits } from './cgroups.js';
+import { checkGvisorHost } from './host-check.js';
+import { commandScript, INIT_SCRIPT, JOB_SCRIPT, KILL_SCRIPT, NPROC_RESERVE, RELAY_SCRIPT, TOOLBOX_PATH } from './in-sandbox-scripts.js';
+import { ensureSkeleton } from './rootfs-view.js';
+import { Runsc, runscFailure } from './runsc.js';
+import {
+  hostProcessesOf,
+  isProcessAlive,
+  logTail,
+  prepareSandboxFiles,
+  removeSandboxFiles,
+  sandboxPaths,
+  validateEnv,
+  validateSpec,
+  type SandboxPaths,
+} from './sandbox-files.js';
+import { superviseCommand, type SupervisedOutcome } from './supervised-command.js';
+
+/** Options of the gVisor driver. */
+export interface GvisorDriverOptions {
+  /** driver-owned host directory: runsc's `--root` and the rootfs skeleton live here */
+  stateRoot: string;
+  /** default /usr/bin/runsc */
+  runscPath?: string;
+  /** static busybox on the host, bind-mounted read-only at `toolboxPath`; default /bin/busybox */
+  toolboxHostPath?: string;
+  /** runsc platform; default systrap. kvm is refused: it hangs on this host kind. */
+  platform?: 'systrap' | 'ptrace';
+}
+
+/** Every runsc container id of this driver starts with this, so `list` finds only ours. */
+export const CONTAINER_PREFIX = 'airlock-';
+
+/** What the driver stores in `SandboxHandle.driverData`. */
+interface GvisorHandleData {
+  stateDir: string;
+  diskDir: string;
+}
+
+/** The SandboxDriver over gVisor's runsc. */
+export class GvisorDriver implements SandboxDriver {
+  readonly specificationVersion = 'v1' as const;
+  readonly name = 'gvisor';
+  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: false, resize: true, pause: true };
+  readonly toolboxPath = TOOLBOX_PATH;
+
+  private readonly runsc: Runsc;
+  private readonly stateRoot: string;
+  private readonly toolboxHostPath: string;
+  private readonly platform: 'systrap' | 'ptrace';
+
+  constructor(options: GvisorDriverOptions) {
+    if ((options.platform as string | undefined) === 'kvm') {
+      throw new AirlockError('INVALID_ARGUMENTS', 'runsc --platform=kvm hangs on this host kind (PVM); use systrap');
+    }
+    this.stateRoot = options.stateRoot;
+    this.toolboxHostPath = options.toolboxHostPath ?? '/bin/busybox';
+    this.platform = options.platform ?? 'systrap';
+    this.runsc = new Runsc({ binary: options.runscPath ?? '/usr/bin/runsc', stateRoot: join(options.stateRoot, 'runsc') });
+  }
+
+  async checkHost(): Promise<void> {
+    await checkGvisorHost(this.runsc, this.toolboxHostPath);
+    await this.ensureRoots();
+  }
+
+  async start(spec: SandboxSpec): Promise<SandboxHandle> {
+    return this.launch(spec, undefined);
+  }
+
+  async exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecOutcome> {
+    if (request.argv.length === 0 || request.argv.some((arg) => arg.includes('\0')) || request.cwd.includes('\0')) {
+      throw new AirlockError('INVALID_ARGUMENTS', 'argv must have at least one element and no argument may contain NUL');
+    }
+    validateEnv(request.env);
+    const { stateDir } = handleData(handle);
+    const containerId = containerIdOf(handle.sandboxId);
+    const pidFile = join(stateDir, `exec-${randomBytes(8).toString('hex')}.pid`);
+    const hasStdin = request.stdin !== undefined && request.stdin.length > 0;
+    const script = commandScript(request.argv, request.cwd, request.env);
+    const child = this.runsc.spawn(
+      ['exec', `--internal-pid-file=${pidFile}`, containerId, TOOLBOX_PATH, 'sh', '-c', RELAY_SCRIPT, 'airlock-exec', script, hasStdin ? '1' : '0'],
+      { stdio: 'pipe' },
+    );
+    const killInSandbox = async (): Promise<void> => {
+      // runsc writes the relay's in-sandbox pid once the relay exists; wait briefly for it.
+      let relayPid = '';
+      for (let attempt = 0; attempt < 20 && !/^\d+$/.test(relayPid); attempt++) {
+        relayPid = (await readFile(pidFile, 'utf8').catch(() => '')).trim();
+        if (!/^\d+$/.test(relayPid)) await delay(50);
+      }
+      if (!/^\d+$/.test(relayPid)) return;
+      const killed = await this.runsc.run(['exec', containerId, TOOLBOX_PATH, 'sh', '-c', KILL_SCRIPT, 'airlock-kill', relayPid], { timeoutMs: 5_000 });
+      if (killed.code !== 0) await this.runsc.run(['kill', `--pid=${relayPid}`, containerId, 'KILL'], { timeoutMs: 5_000 });
+    };
+    let outcome: SupervisedOutcome;
+    try {
+      outcome = await superviseCommand(child, { request, killInSandbox });
+    } finally {
+      await rm(pidFile, { force: true });
+    }
+    if (outcome.exitCode !== 0 && !outcome.timedOut && !outcome.aborted) await this.assertAlive(handle, outcome);
+    return { exitCode: outcome.exitCode, timedOut: outcome.timedOut, aborted: outcome.aborted, durationMs: outcome.durationMs };
+  }
+
+  async runOnce(spec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome> {
+    const argv = spec.oneShot?.argv;
+    if (!argv || argv.length === 0) throw new AirlockError('INVALID_ARGUMENTS', 'runOnce needs spec.oneShot.argv with at least one element');
+    validateSpec(spec);
+    validateEnv(request.env);
+    const handle = this.handleOf(spec);
+    try {
+      await this.ensureRoots();
+      const paths = await prepareSandboxFiles({
+        spec,
+        skeletonDir: this.skeletonDir(),
+        toolboxHostPath: this.toolboxHostPath,
+        args: argv,
+        cwd: request.cwd,
+        env: { ...spec.env, ...request.env },
+      });
+      const containerId = containerIdOf(spec.sandboxId);
+      // root:memory: the per-call root layer is thrown away with the sandbox; only /workspace persists.
+      const child = this.runsc.spawn([...this.launchFlags(paths, 'root:memory'), 'run', `--bundle=${paths.bundleDir}`, containerId], {
+        stdio: 'pipe',
+        cwd: paths.bundleDir,
+      });
+      const killInSandbox = async (): Promise<void> => {
+        const killed = await this.runsc.run(['kill', containerId, 'KILL'], { timeoutMs: 5_000 });
+        if (killed.code !== 0) await this.runsc.run(['delete', '-force', containerId], { timeoutMs: 30_000 });
+      };
+      const outcome = await superviseCommand(child, { request, killInSandbox });
+      return { exitCode: outcome.exitCode, timedOut: outcome.timedOut, aborted: outcome.aborted, durationMs: outcome.durationMs };
+    } finally {
+      await this.destroy(handle);
+    }
+  }
+
+  /**
+   * Checkpoints with the sandbox paused and left running, and destroys it only
+   * once the image is complete under its final name. A plain `checkpoint` kills
+   * the sandbox first and keeps "running" in `state` for a moment (pitfall 4),
+   * so a failure (ENOSPC, a runsc error) would lose the session. Measured on a
+   * small sandbox: pause 44 ms + checkpoint --leave-running 170–440 ms, against
+   * 460 ms for a plain checkpoint; the delete that follows costs the same
+   * (~1.3–2 s, the sandbox process's teardown) either way.
+   */
+  async checkpoint(handle: SandboxHandle, imageDir: string, options: { leaveRunning: boolean }): Promise<CheckpointResult> {
+    const started = performance.now();
+    const containerId = containerIdOf(handle.sandboxId);
+    const status = await this.status(handle);
+    if (status !== 'running' && status !== 'paused') throw this.died(handle, status);
+    if (await exists(imageDir)) throw new AirlockError('INVALID_STATE', `checkpoint image ${imageDir} already exists; choose a new directory`);
+    const partial = `${imageDir}.partial-${randomBytes(4).toString('hex')}`;
+    await mkdir(partial, { recursive: true });
+    const wasPaused = status === 'paused';
+    try {
+      if (!wasPaused) await this.runsc.check(['pause', containerId], `pausing ${handle.sandboxId} for a checkpoint`);
+      const result = await this.runsc.run(['checkpoint', `--image-path=${partial}`, '--compression=none', '--leave-running', containerId], { timeoutMs: 600_000 });
+      if (result.code !== 0) {
+        const error = runscFailure(`checkpoint of ${handle.sandboxId} failed; the sandbox is still running`, result);
+        if (!(await isProcessAlive((await this.runsc.state(containerId))?.pid ?? 0))) throw this.died(handle, 'stopped');
+        throw error;
+      }
+      await rename(partial, imageDir);
+    } catch (error) {
+      await rm(partial, { recursive: true, force: true });
+      if (!wasPaused) await this.runsc.run(['resume', containerId]).catch(() => undefined);
+      throw error;
+    }
+    if (options.leaveRunning) {
+      if (!wasPaused) await this.runsc.check(['resume', containerId], `resuming ${handle.sandboxId} after its checkpoint`);
+    } else {
+      await this.destroy(handle);
+    }
+    return { imageDir, bytes: await diskUsage(imageDir), durationMs: Math.round(performance.now() - started) };
+  }
+
+  async restore(spec: SandboxSpec, imageDir: string): Promise<SandboxHandle> {
+    if (!(await exists(join(imageDir, 'checkpoint.img')))) {
+      throw new AirlockError('SNAPSHOT_NOT_FOUND', `no checkpoint image in ${imageDir}; take one with checkpoint() first`);
+    }
+    return this.launch(spec, imageDir);
+  }
+
+  async pause(handle: SandboxHandle): Promise<void> {
+    await this.requireAlive(handle);
+    await this.runsc.check(['pause', containerIdOf(handle.sandboxId)], `pausing ${handle.sandboxId}`);
+  }
+
+  async unpause(handle: SandboxHandle): Promise<void> {
+    await this.requireAlive(handle);
+    await this.runsc.check(['resume', containerIdOf(handle.sandboxId)], `resuming ${handle.sandboxId}`);
+  }
+
+  async resize(handle: SandboxHandle, resources: Pick<SandboxResources, 'cpus' | 'memoryMb'>): Promise<void> {
+    if (!(resources.cpus > 0) || !Number.isInteger(resources.memoryMb) || resources.memoryMb < 32) {
+      throw new AirlockError('INVALID_ARGUMENTS', `invalid resources ${JSON.stringify(resources)}: need cpus > 0 and memoryMb >= 32`);
+    }
+    await this.requireAlive(handle);
+    await writeLimits(handle.sandboxId, resources);
+  }
+
+  async usage(handle: SandboxHandle): Promise<SandboxUsage> {
+    await this.requireAlive(handle);
+    return readUsage(handle.sandboxId);
+  }
+
+  async status(handle: SandboxHandle): Promise<SandboxListing['status'] | 'missing'> {
+    const state = await this.runsc.state(containerIdOf(handle.sandboxId));
+    if (!state) return 'missing';
+    return liveStatus(state.status, await isProcessAlive(state.pid));
+  }
+
+  async destroy(handle: SandboxHandle): Promise<void> {
+    const { stateDir } = handleData(handle);
+    const containerId = containerIdOf(handle.sandboxId);
+    const state = await this.runsc.state(containerId);
+    if (state) {
+      // delete -force kills the sandbox (paused or not) and removes runsc's state and cgroup.
+      await this.runsc.run(['delete', '-force', containerId], { timeoutMs: 60_000 });
+    }
+    // Whatever runsc left (it may have been killed itself): processes, state files, cgroups, mounts.
+    const markers = [containerId, join(stateDir, 'bundle')];
+    for (const pid of [...(await hostProcessesOf(markers)), ...(state && state.pid > 0 ? [state.pid] : [])]) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    for (let waited = 0; waited < 100 && (await hostProcessesOf(markers)).length > 0; waited++) await delay(100);
+    await this.removeRunscState(containerId);
+    await removeCgroups(handle.sandboxId);
+    await removeSandboxFiles(stateDir);
+  }
+
+  async list(): Promise<SandboxListing[]> {
+    await this.ensureRoots();
+    const listings: SandboxListing[] = [];
+    for (const state of await this.runsc.list()) {
+      if (!state.id.startsWith(CONTAINER_PREFIX)) continue;
+      const status = liveStatus(state.status, await isProcessAlive(state.pid));
+      listings.push({ sandboxId: state.id.slice(CONTAINER_PREFIX.length), status });
+    }
+    return listings;
+  }
+
+  /** Starts a long-lived sandbox, fresh (`run`) or from an image (`restore`). */
+  private async launch(spec: SandboxSpec, imageDir: string | undefined): Promise<SandboxHandle> {
+    validateSpec(spec);
+    await this.ensureRoots();
+    const handle = this.handleOf(spec);
+    const containerId = containerIdOf(spec.sandboxId);
+    if (await this.runsc.state(containerId)) {
+      throw new AirlockError('INVALID_STATE', `sandbox ${spec.sandboxId} already exists; use a new sandboxId for every start or restore`);
+    }
+    try {
+      const paths = await prepareSandboxFiles({
+        spec,
+        skeletonDir: this.skeletonDir(),
+        toolboxHostPath: this.toolboxHostPath,
+        // init must be identical for run and restore: restore re-checks the spec's process.
+        args: [TOOLBOX_PATH, 'sh', '-c', INIT_SCRIPT, 'airlock-init', JOB_SCRIPT, String(spec.resources.maxProcesses)],
+        cwd: '/',
+        env: spec.env,
+        // init and the relays may fork even when commands used up their quota (see in-sandbox-scripts.ts).
+        processLimit: spec.resources.maxProcesses + NPROC_RESERVE,
+      });
+      const command = imageDir
+        ? ['restore', `--image-path=${imageDir}`, '--detach', `--bundle=${paths.bundleDir}`, containerId]
+        : ['run', '--detach', `--bundle=${paths.bundleDir}`, containerId];
+      const doing = imageDir ? `restoring ${spec.sandboxId} from ${imageDir}` : `starting ${spec.sandboxId}`;
+      const result = await this.runsc.runWithLog([...this.launchFlags(paths, `root:dir=${paths.overlayDir}`), ...command], {
+        logPath: paths.logPath,
+        cwd: paths.bundleDir,
+      });
+      if (result.code !== 0) throw runscFailure(doing, { ...result, stderr: await logTail(paths.logPath) });
+      return handle;
+    } catch (error) {
+      await this.destroy(handle).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Flags of `run` and `restore`: no network yet, the root layer's overlay, the platform. */
+  private launchFlags(paths: SandboxPaths, overlay: string): string[] {
+    return ['--network=none', `--overlay2=${overlay}`, `--platform=${this.platform}`, `--panic-log=${paths.panicLogPath}`];
+  }
+
+  private handleOf(spec: SandboxSpec): SandboxHandle {
+    const driverData: GvisorHandleData = { stateDir: spec.stateDir, diskDir: spec.diskDir };
+    return { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driverData: { ...driverData } };
+  }
+
+  /** After a command failed: was it the sandbox that died (OOM kill, crash)? */
+  private async assertAlive(handle: SandboxHandle, outcome: SupervisedOutcome): Promise<void> {
+    // The sandbox process takes a moment to go after a fatal OOM; look again before trusting "running".
+    const attempts = outcome.exitCode >= 128 || outcome.hostSignal ? 6 : 1;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      const status = await this.status(handle);
+      if (status === 'paused') throw new AirlockError('INVALID_STATE', `sandbox ${handle.sandboxId} is paused; unpause it before running commands`);
+      if (status !== 'running') throw await this.diedWithLog(handle, status);
+      if (attempt + 1 < attempts) await delay(250);
+    }
+  }
+
+  private async requireAlive(handle: SandboxHandle): Promise<void> {
+    const status = await this.status(handle);
+    if (status !== 'running' && status !== 'paused') throw await this.diedWithLog(handle, status);
+  }
+
+  private died(handle: SandboxHandle, status: string, panic = ''): AirlockError {
+    return new AirlockError(
+      'SANDBOX_DIED',
+      `sandbox ${handle.sandboxId} is ${status === 'missing' ? 'gone' : 'dead'} (all its processes and memory are lost, e.g. killed for exceeding its memory limit); ` +
+        `the session's disk survives: restore the last snapshot or start a new sandbox on the same disk, with more memory if it ran out`,
+      { details: { sandboxId: handle.sandboxId, sessionId: handle.sessionId, status, ...(panic ? { panic } : {}) } },
+    );
+  }
+
+  private async diedWithLog(handle: SandboxHandle, status: string): Promise<AirlockError> {
+    const { stateDir, diskDir } = handleData(handle);
+    return this.died(handle, status, await logTail(sandboxPaths(stateDir, diskDir).panicLogPath));
+  }
+
+  /** Removes runsc's files of a container that `delete` could not remove (runsc killed mid-way). */
+  private async removeRunscState(containerId: string): Promise<void> {
+    const root = join(this.stateRoot, 'runsc');
+    for (const name of await readdir(root).catch(() => [] as string[])) {
+      if (name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`) await rm(join(root, name), { force: true, recursive: true });
+    }
+  }
+
+  private skeletonDir(): string {
+    return join(this.stateRoot, 'skeleton');
+  }
+
+  private async ensureRoots(): Promise<void> {
+    await mkdir(join(this.stateRoot, 'runsc'), { recursive: true, mode: 0o700 });
+    await ensureSkeleton(this.skeletonDir());
+  }
+}
+
+function containerIdOf(sandboxId: string): string {
+  return `${CONTAINER_PREFIX}${sandboxId}`;
+}
+
+function handleData(handle: SandboxHandle): GvisorHandleData {
+  const { stateDir, diskDir } = handle.driverData;
+  if (typeof stateDir !== 'string' || typeof diskDir !== 'string') {
+    throw new AirlockError('INVALID_ARGUMENTS', `handle of ${handle.sandboxId} was not made by the gvisor driver (driverData lacks stateDir/diskDir)`);
+  }
+  return { stateDir, diskDir };
+}
+
+/** runsc's `state` keeps saying "running" after the sandbox process died; trust the process. */
+function liveStatus(runscStatus: string, processAlive: boolean): SandboxListing['status'] {
+  if (runscStatus === 'running' || runscStatus === 'paused') return processAlive ? runscStatus : 'stopped';
+  if (runscStatus === 'stopped') return 'stopped';
+  return 'unknown';
+}
+
+/** Bytes the image takes on disk (like `du`). */
+async function diskUsage(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) total += await diskUsage(path);
+    else total += (await stat(path)).blocks * 512;
+  }
+  return total;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+

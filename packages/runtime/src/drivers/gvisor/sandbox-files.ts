@@ -1,0 +1,151 @@
+/**
+ * The host files of one gVisor sandbox and how they are made and removed.
+ *
+ *   <stateDir>/bundle/config.json   OCI spec (runsc's bundle dir)
+ *   <stateDir>/rootfs/              read-only view of the image (mount point)
+ *   <stateDir>/sandbox.log          stdio of runsc run/restore --detach
+ *   <stateDir>/panic.log            Go panics of the sandbox, for SANDBOX_DIED reports
+ *   <diskDir>/overlay/              the rootfs overlay's filestore (on the session disk)
+ *   <diskDir>/workspace/            bind-mounted at /workspace
+ */
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { AirlockError } from '../../core/errors.js';
+import type { SandboxSpec } from '../../core/sandbox-driver.js';
+import { buildOciSpec } from './oci-spec.js';
+import { mountRootfsView, unmountRootfsView } from './rootfs-view.js';
+
+/** Paths of one sandbox's host files. */
+export interface SandboxPaths {
+  stateDir: string;
+  bundleDir: string;
+  rootfsView: string;
+  logPath: string;
+  panicLogPath: string;
+  overlayDir: string;
+  workspaceDir: string;
+}
+
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The paths for a sandbox given its state dir and session disk. */
+export function sandboxPaths(stateDir: string, diskDir: string): SandboxPaths {
+  return {
+    stateDir,
+    bundleDir: join(stateDir, 'bundle'),
+    rootfsView: join(stateDir, 'rootfs'),
+    logPath: join(stateDir, 'sandbox.log'),
+    panicLogPath: join(stateDir, 'panic.log'),
+    overlayDir: join(diskDir, 'overlay'),
+    workspaceDir: join(diskDir, 'workspace'),
+  };
+}
+
+/** Rejects specs that would be unsafe as paths, ids or shell data, with the fix in the message. */
+export function validateSpec(spec: SandboxSpec): void {
+  if (!ID_PATTERN.test(spec.sandboxId)) {
+    throw new AirlockError('INVALID_ARGUMENTS', `invalid sandboxId ${JSON.stringify(spec.sandboxId)}: use up to 64 letters, digits, '.', '_' and '-'`);
+  }
+  for (const [name, value] of Object.entries({ rootfsDir: spec.rootfsDir, diskDir: spec.diskDir, stateDir: spec.stateDir })) {
+    if (!value.startsWith('/')) throw new AirlockError('INVALID_ARGUMENTS', `${name} must be an absolute path (got ${value})`);
+  }
+  const { cpus, memoryMb, maxProcesses } = spec.resources;
+  if (!(cpus > 0) || !(memoryMb >= 32) || !Number.isInteger(memoryMb) || !(maxProcesses >= 8) || !Number.isInteger(maxProcesses)) {
+    throw new AirlockError('INVALID_ARGUMENTS', `invalid resources ${JSON.stringify(spec.resources)}: need cpus > 0, memoryMb >= 32 and maxProcesses >= 8 (whole numbers)`);
+  }
+  validateEnv(spec.env);
+}
+
+/** Environment names must be shell identifiers and nothing may contain NUL. */
+export function validateEnv(env: Record<string, string>): void {
+  for (const [name, value] of Object.entries(env)) {
+    if (!ENV_NAME.test(name) || value.includes('\0')) {
+      throw new AirlockError('INVALID_ARGUMENTS', `invalid environment variable ${JSON.stringify(name)}: names are letters, digits and '_', values have no NUL`);
+    }
+  }
+}
+
+/**
+ * Makes every host file the sandbox needs: state dir, the session disk's
+ * overlay and workspace dirs, the rootfs view and the bundle.
+ */
+export async function prepareSandboxFiles(options: {
+  spec: SandboxSpec;
+  skeletonDir: string;
+  toolboxHostPath: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  processLimit?: number;
+}): Promise<SandboxPaths> {
+  const { spec } = options;
+  const paths = sandboxPaths(spec.stateDir, spec.diskDir);
+  if (!(await isDirectory(spec.rootfsDir))) {
+    throw new AirlockError('IMAGE_NOT_FOUND', `image rootfs ${spec.rootfsDir} does not exist; build or import the image first`);
+  }
+  if (!(await isDirectory(spec.diskDir))) {
+    throw new AirlockError('INVALID_STATE', `session disk ${spec.diskDir} is not there; mount it first (SessionDisks.ensureMounted)`);
+  }
+  await mkdir(paths.bundleDir, { recursive: true });
+  await mkdir(paths.overlayDir, { recursive: true });
+  await mkdir(paths.workspaceDir, { recursive: true });
+  await mountRootfsView({ skeletonDir: options.skeletonDir, rootfsDir: spec.rootfsDir, target: paths.rootfsView });
+  const config = buildOciSpec({
+    sandboxId: spec.sandboxId,
+    rootPath: paths.rootfsView,
+    workspaceHostDir: paths.workspaceDir,
+    toolboxHostPath: options.toolboxHostPath,
+    hostname: spec.hostname,
+    env: options.env,
+    resources: spec.resources,
+    args: options.args,
+    cwd: options.cwd,
+    ...(options.processLimit === undefined ? {} : { processLimit: options.processLimit }),
+  });
+  await writeFile(join(paths.bundleDir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  return paths;
+}
+
+/** Unmounts the view and deletes the state dir; idempotent. The session disk is left alone. */
+export async function removeSandboxFiles(stateDir: string): Promise<void> {
+  await unmountRootfsView(join(stateDir, 'rootfs'));
+  await rm(stateDir, { recursive: true, force: true });
+}
+
+/** Last lines of a log file, for error messages; empty when it does not exist. */
+export async function logTail(path: string, lines = 8): Promise<string> {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  return text.trim().split('\n').slice(-lines).join('\n').slice(-3000);
+}
+
+/**
+ * Host pids of runsc processes that belong to a sandbox (sandbox, gofer, exec),
+ * found by the bundle path or container id on their command lines.
+ */
+export async function hostProcessesOf(markers: string[]): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (!cmdline.includes('runsc')) continue;
+    const args = cmdline.split('\0');
+    if (markers.some((marker) => args.some((arg) => arg === marker || arg.endsWith(`=${marker}`)))) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** True when a host process exists and is not a zombie. */
+export async function isProcessAlive(pid: number): Promise<boolean> {
+  if (pid <= 0) return false;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return stat !== '' && state !== 'Z' && state !== 'X';
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+}

@@ -1,0 +1,59 @@
+/**
+ * The authorizer the server uses: the contract's fast plain checks first
+ * (tools allowed, filesystem rules on the canonical path), then the
+ * contract's Cedar policies. Compiled once per session contract version.
+ */
+import type { Authorizer, AuthorizationContext, PolicyDecision } from '../core/authorizer.js';
+import type { SessionRecord } from '../core/session.js';
+import { CedarPolicySet } from './cedar-authorizer.js';
+import { FilesystemPolicy } from './filesystem-policy.js';
+import { parseContract, type SessionContract } from './session-contract.js';
+
+interface CompiledContract {
+  contract: SessionContract;
+  cedar: CedarPolicySet;
+  filesystem: FilesystemPolicy;
+}
+
+const MAX_CACHED = 1024;
+
+/** Authorizes tool calls against each session's contract. */
+export class ContractAuthorizer implements Authorizer {
+  private readonly compiled = new Map<string, CompiledContract>();
+
+  authorize(session: SessionRecord, context: AuthorizationContext): PolicyDecision {
+    const { contract, cedar, filesystem } = this.compile(session);
+    const enforced = contract.enforcement === 'enforce';
+    if (!contract.tools.includes(context.tool)) {
+      return { decision: 'deny', policyIds: ['contract.tools'], reason: `the tool ${context.tool} is not in this session's contract (tools: ${contract.tools.join(', ')})`, errors: [], enforced };
+    }
+    if (context.tool !== 'exec') {
+      const checked = filesystem.checkTool(context.tool, context.path, { subtree: context.tool === 'files.remove' });
+      if (checked.decision === 'deny') {
+        return { decision: 'deny', policyIds: [`contract.filesystem.${checked.rule?.list ?? 'path'}`], reason: checked.reason, errors: [], enforced };
+      }
+    }
+    return cedar.authorize({
+      sessionId: session.id,
+      tool: context.tool,
+      ...(context.command !== '' ? { command: context.command } : { argv: context.argv }),
+      path: context.path,
+      cwd: context.cwd,
+      callCount: context.callCount,
+      identicalFailures: context.identicalFailures,
+      analysis: { programs: context.programs, analysable: context.analysable, reasons: context.analysisNotes },
+    });
+  }
+
+  private compile(session: SessionRecord): CompiledContract {
+    const key = `${session.id}#${session.contractVersion}`;
+    let compiled = this.compiled.get(key);
+    if (!compiled) {
+      const contract = parseContract(session.contract);
+      compiled = { contract, cedar: CedarPolicySet.forContract(contract), filesystem: new FilesystemPolicy(contract.filesystem) };
+      if (this.compiled.size >= MAX_CACHED) this.compiled.delete(this.compiled.keys().next().value ?? '');
+      this.compiled.set(key, compiled);
+    }
+    return compiled;
+  }
+}
