@@ -6,14 +6,16 @@
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
-import { defaultDataDir, openDataDir, openImageCatalog, parseContractText, startServer, AirlockError, SqliteStore } from '@airlock/runtime';
-import { DEFAULT_LISTEN } from './connection-options.js';
+import { DEFAULT_LISTEN, defaultDataDir } from './connection-options.js';
+
+// The runtime (SQLite, Cedar, Fastify) loads only for the commands that need it.
+const runtime = () => import('@airlock/runtime');
 import { EXIT_USAGE, printJson, printTable } from './output.js';
 
-function parseListen(listen: string): { host: string; port: number } {
+async function parseListen(listen: string): Promise<{ host: string; port: number }> {
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(listen);
   const port = Number(match?.[3]);
-  if (!match || port > 65535) throw new AirlockError('INVALID_ARGUMENTS', `--listen takes HOST:PORT (e.g. 127.0.0.1:7070), got ${JSON.stringify(listen)}`);
+  if (!match || port > 65535) throw new (await runtime()).AirlockError('INVALID_ARGUMENTS', `--listen takes HOST:PORT (e.g. 127.0.0.1:7070), got ${JSON.stringify(listen)}`);
   return { host: match[1] ?? match[2] ?? '127.0.0.1', port };
 }
 
@@ -26,8 +28,8 @@ export function registerHostCommands(program: Command): void {
     .option('--listen <host:port>', 'address to listen on', DEFAULT_LISTEN)
     .option('--log', 'log every request')
     .action(async (options: { dataDir: string; listen: string; log?: boolean }) => {
-      const { host, port } = parseListen(options.listen);
-      const server = await startServer({ dataDir: options.dataDir, host, port, logger: Boolean(options.log) });
+      const { host, port } = await parseListen(options.listen);
+      const server = await (await runtime()).startServer({ dataDir: options.dataDir, host, port, logger: Boolean(options.log) });
       const r = server.reconciled;
       process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root})\n`);
       if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);
@@ -45,7 +47,10 @@ export function registerHostCommands(program: Command): void {
     });
 
   const images = program.command('images').description('images sessions start from (run on the host)');
-  const catalog = (dataDir: string) => openImageCatalog(openDataDir(dataDir));
+  const catalog = async (dataDir: string) => {
+    const { openImageCatalog, openDataDir } = await runtime();
+    return openImageCatalog(openDataDir(dataDir));
+  };
   const progress = (p: { phase: string; message: string; fraction?: number }) =>
     process.stderr.write(`[${p.fraction === undefined ? '   ' : `${String(Math.round(p.fraction * 100)).padStart(3)}%`}] ${p.phase}: ${p.message}\n`);
 
@@ -54,7 +59,7 @@ export function registerHostCommands(program: Command): void {
     .option('--data-dir <dir>', 'data dir', defaultDataDir())
     .option('--json', 'print JSON')
     .action(async (options: { dataDir: string; json?: boolean }) => {
-      const list = await catalog(options.dataDir).list();
+      const list = await (await catalog(options.dataDir)).list();
       if (options.json) return printJson(list);
       printTable(['NAME', 'SOURCE', 'SIZE', 'DIGEST', 'CREATED'], list.map((i) => [i.name, i.source, `${(i.sizeBytes / 1048576).toFixed(0)} MiB`, i.digest.slice(0, 19), i.createdAt]));
     });
@@ -65,7 +70,7 @@ export function registerHostCommands(program: Command): void {
     .option('--data-dir <dir>', 'data dir', defaultDataDir())
     .option('--force', 'rebuild even if it exists')
     .action(async (name: string | undefined, options: { dataDir: string; force?: boolean }) => {
-      const image = await catalog(options.dataDir).buildDebian({ ...(name ? { name } : {}), onProgress: progress, force: Boolean(options.force) });
+      const image = await (await catalog(options.dataDir)).buildDebian({ ...(name ? { name } : {}), onProgress: progress, force: Boolean(options.force) });
       process.stdout.write(`${image.name} ${image.digest}\n`);
     });
 
@@ -74,7 +79,7 @@ export function registerHostCommands(program: Command): void {
     .description('import an OCI image archive (docker save / skopeo oci-archive)')
     .option('--data-dir <dir>', 'data dir', defaultDataDir())
     .action(async (name: string, archive: string, options: { dataDir: string }) => {
-      const image = await catalog(options.dataDir).importOciArchive({ name, archivePath: archive, onProgress: progress });
+      const image = await (await catalog(options.dataDir)).importOciArchive({ name, archivePath: archive, onProgress: progress });
       process.stdout.write(`${image.name} ${image.digest}\n`);
     });
 
@@ -82,7 +87,7 @@ export function registerHostCommands(program: Command): void {
     .command('rm <name>')
     .option('--data-dir <dir>', 'data dir', defaultDataDir())
     .action(async (name: string, options: { dataDir: string }) => {
-      await catalog(options.dataDir).remove(name, (imageName) => liveSessionsUse(options.dataDir, imageName));
+      await (await catalog(options.dataDir)).remove(name, await liveSessionsUse(options.dataDir));
       process.stdout.write(`removed ${name}\n`);
     });
 
@@ -100,17 +105,19 @@ export function registerHostCommands(program: Command): void {
         process.exitCode = EXIT_USAGE;
         return;
       }
-      const parsed = parseContractText(text, 'auto', { baseDir: dirname(file) });
+      const parsed = (await runtime()).parseContractText(text, 'auto', { baseDir: dirname(file) });
       if (options.json) printJson(parsed);
       else process.stdout.write(`ok: ${file} is a valid contract (${parsed.policies.length} policies, enforcement ${parsed.enforcement})\n`);
     });
 }
 
-/** Whether a live session of the data dir uses the image (read from the store on the host). */
-function liveSessionsUse(dataDir: string, imageName: string): boolean {
+/** A test of whether a live session of the data dir uses an image (read from the store on the host). */
+async function liveSessionsUse(dataDir: string): Promise<(imageName: string) => boolean> {
+  const { SqliteStore, openDataDir } = await runtime();
   const store = new SqliteStore(openDataDir(dataDir).database);
   try {
-    return store.listSessions().some((session) => session.imageName === imageName && session.state !== 'terminated');
+    const live = new Set(store.listSessions().filter((session) => session.state !== 'terminated').map((session) => session.imageName));
+    return (imageName) => live.has(imageName);
   } finally {
     store.close();
   }

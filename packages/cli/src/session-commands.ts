@@ -2,7 +2,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Sandbox, type SessionInfo } from '@airlock/sdk';
-import { parseContractText } from '@airlock/runtime';
 import { cliConnection } from './connection-options.js';
 import { printJson, printTable } from './output.js';
 
@@ -49,6 +48,7 @@ export function registerSessionCommands(program: Command): void {
       let contract: unknown;
       if (options.contract) {
         const text = readFileSync(options.contract, 'utf8');
+        const { parseContractText } = await import('@airlock/runtime');
         contract = parseContractText(text, 'auto', { baseDir: options.contract.replace(/[^/]*$/, '') || '.' });
       }
       const sandbox = await Sandbox.create({

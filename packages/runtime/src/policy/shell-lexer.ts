@@ -44,6 +44,7 @@ export class ShellSyntaxError extends Error {
 const OPERATORS = [';;&', '&&', '||', ';;', ';&', '|&', '|', '&', ';', '(', ')'];
 const REDIRECTS = ['<<<', '<<-', '&>>', '<<', '<&', '<>', '>>', '>&', '>|', '&>', '<', '>'];
 const WORD_END = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
+const SPECIAL = new Set([...WORD_END, '\\', "'", '"', '$', '`']);
 const ASSIGNMENT = /[A-Za-z_][A-Za-z0-9_]*\+?=/y;
 const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
 const BRACE_EXPANSION = /\{[^{}]*(,|\.\.)[^{}]*\}/;
@@ -84,8 +85,7 @@ export class ShellLexer {
       this.#readHeredocBodies();
       return { kind: 'op', op: '\n', start, end: this.#pos };
     }
-    const pair = this.source.slice(start, start + 2);
-    if (pair === '<(' || pair === '>(') {
+    if ((char === '<' || char === '>') && this.source[start + 1] === '(') {
       this.#pos += 2;
       this.hooks.substitution(this);
       return { kind: 'word', word: processSubstitution(this.source.slice(start, this.#pos)), start, end: this.#pos };
@@ -174,10 +174,13 @@ export class ShellLexer {
       } else if (char === '`') {
         this.#readBackticks(word, false);
       } else {
-        if (char === '*' || char === '?' || char === '[') word.pattern = true;
-        unquoted += char;
-        word.text += char;
-        this.#pos++;
+        // Take the whole run of plain characters at once.
+        const runStart = this.#pos;
+        while (this.#pos < this.source.length && !SPECIAL.has(this.source[this.#pos] as string)) this.#pos++;
+        const run = this.source.slice(runStart, this.#pos);
+        if (/[*?[]/.test(run)) word.pattern = true;
+        unquoted += run;
+        word.text += run;
       }
     }
     if (BRACE_EXPANSION.test(unquoted)) word.pattern = true;
