@@ -21,7 +21,7 @@ import { AirlockError } from '../core/errors.js';
 import { hostArchitecture } from './host-architecture.js';
 import type { ImageProgress } from './image-catalog.js';
 import { digestRootfs, type RootfsDigest } from './image-digest.js';
-import { errnoCode } from './image-errors.js';
+import { isNoSpace } from './image-errors.js';
 import { removeTree, writeJsonAtomic } from './image-staging.js';
 import { DebootstrapProgress } from './debootstrap-progress.js';
 
@@ -112,7 +112,7 @@ export class DebianImageBuilder {
       if (digest.digest === metadata.digest) return digest;
       onProgress({ phase: 'cache', message: `The cached image does not match its recorded digest; rebuilding with debootstrap`, fraction: 0 });
     } catch (error) {
-      if (errnoCode(error) === 'ENOSPC') throw error;
+      if (isNoSpace(error)) throw error;
       onProgress({ phase: 'cache', message: `The cached image could not be extracted (${firstLine(error)}); rebuilding with debootstrap`, fraction: 0 });
     }
     await removeTree(rootfs);

@@ -27,6 +27,14 @@ export function errnoCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/** True when `error` says the disk or quota is full: an ENOSPC/EDQUOT errno, or a child process (tar) that printed so. */
+export function isNoSpace(error: unknown): boolean {
+  const code = errnoCode(error);
+  if (code === 'ENOSPC' || code === 'EDQUOT') return true;
+  const text = `${(error as { message?: unknown } | null)?.message ?? ''} ${(error as { stderr?: unknown } | null)?.stderr ?? ''}`;
+  return /No space left on device|Disk quota exceeded/.test(text);
+}
+
 /**
  * Turns anything thrown while building or importing into an AirlockError:
  * a full disk or quota becomes DISK_FULL (naming `where`), AirlockErrors pass
@@ -34,8 +42,7 @@ export function errnoCode(error: unknown): string | undefined {
  */
 export function toImageError(error: unknown, where: string): AirlockError {
   if (error instanceof AirlockError) return error;
-  const code = errnoCode(error);
-  if (code === 'ENOSPC' || code === 'EDQUOT') {
+  if (isNoSpace(error)) {
     return new AirlockError(
       'DISK_FULL',
       `No space left on the disk holding ${where}. Free some space (for example remove unused images with \`airlock images rm NAME\`) and retry.`,

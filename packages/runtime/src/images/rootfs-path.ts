@@ -32,6 +32,9 @@ export function entryComponents(name: string, label: string): string[] {
   if (name.startsWith('/')) {
     throw imageProblem(`${label} has an entry with an absolute path (${JSON.stringify(name)}), which could write outside the image`, { entry: name });
   }
+  if (name.includes('\0')) {
+    throw imageProblem(`${label} has an entry whose name contains a NUL byte (${JSON.stringify(name)})`, { entry: name });
+  }
   const parts = name.split('/').filter((part) => part !== '' && part !== '.');
   if (parts.includes('..')) {
     throw imageProblem(`${label} has an entry that climbs out of the image with '..' (${JSON.stringify(name)})`, { entry: name });

@@ -37,6 +37,7 @@ export {
 export type { CedarRequestContext, ToolName } from './policy-vocabulary.js';
 export {
   DEFAULT_CONTRACT,
+  MAX_POLICIES,
   PERMIT_ALL_POLICY,
   parseContract,
   parseContractText,

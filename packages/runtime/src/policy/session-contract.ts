@@ -83,6 +83,9 @@ export const PERMIT_ALL_POLICY: ContractPolicy = Object.freeze({
   text: 'permit(principal, action, resource);',
 });
 
+/** Most policy entries a contract may hold. */
+export const MAX_POLICIES = 1000;
+
 const name = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/, 'expected 1-128 letters, digits or . _ : @ - (starting with a letter or digit)');
@@ -172,7 +175,7 @@ export const sessionContractSchema = z.strictObject({
     }),
   retention: z.strictObject({ snapshotDays: int(1, 3650).optional() }).prefault({}),
   enforcement: z.enum(['enforce', 'log-only']).default('enforce'),
-  policies: z.array(z.unknown()).max(1000).optional(),
+  policies: z.array(z.unknown()).max(MAX_POLICIES).optional(),
   network: z
     .strictObject({
       allowedDomains: z.array(domain).max(1000).optional(),
@@ -189,7 +192,9 @@ export function parseContract(input: unknown, options: ContractParseOptions = {}
   const parsed = sessionContractSchema.safeParse(input);
   const issues = parsed.success ? [] : issuesFromZod(parsed.error.issues, sessionContractSchema, input);
   const rawPolicies = isRecord(input) ? input['policies'] : undefined;
-  const policies = Array.isArray(rawPolicies) ? resolveContractPolicies(rawPolicies, options, issues) : undefined;
+  // Past the schema's limit the list is already an error; do not compile thousands of policies to say so.
+  const checkable = Array.isArray(rawPolicies) && rawPolicies.length <= MAX_POLICIES;
+  const policies = checkable ? resolveContractPolicies(rawPolicies, options, issues) : undefined;
   if (!parsed.success || issues.length > 0) throw invalidContract(issues);
   const contract = { ...parsed.data, policies: policies ?? [PERMIT_ALL_POLICY] };
   // The only cast: zod's output says `x?: T | undefined`; dropUndefined makes it `x?: T`.
