@@ -101,15 +101,15 @@ export class DebianImageBuilder {
 
   /** Extracts and verifies the cached tree; undefined (and `rootfs` empty again) when there is none or it does not verify. */
   private async restoreFromCache(rootfs: string, onProgress: (progress: ImageProgress) => void): Promise<RootfsDigest | undefined> {
-    const metadata = await readFile(this.cacheMetadataFile, 'utf8').then(JSON.parse, () => undefined) as { digest?: unknown } | undefined;
-    if (typeof metadata?.digest !== 'string') return undefined;
+    const metadata = await readFile(this.cacheMetadataFile, 'utf8').then(parseOrUndefined, () => undefined);
+    if (typeof metadata?.['digest'] !== 'string') return undefined;
     if (!(await access(this.cacheFile).then(() => true, () => false))) return undefined;
     onProgress({ phase: 'cache', message: `Extracting the cached image ${this.cacheFile}`, fraction: 0.1 });
     try {
       await run('tar', ['--extract', '--file', this.cacheFile, '--preserve-permissions', ...TAR_FLAGS, '--directory', rootfs], { maxBuffer: 1 << 20 });
       onProgress({ phase: 'digest', message: 'Verifying the cached image against its digest', fraction: 0.6 });
       const digest = await digestRootfs(rootfs);
-      if (digest.digest === metadata.digest) return digest;
+      if (digest.digest === metadata['digest']) return digest;
       onProgress({ phase: 'cache', message: `The cached image does not match its recorded digest; rebuilding with debootstrap`, fraction: 0 });
     } catch (error) {
       if (isNoSpace(error)) throw error;
@@ -222,6 +222,15 @@ async function findDebootstrap(explicit: string | undefined): Promise<string | u
     if (await access(candidate, constants.X_OK).then(() => true, () => false)) return candidate;
   }
   return undefined;
+}
+
+function parseOrUndefined(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function firstLine(error: unknown): string {

@@ -20,8 +20,7 @@
  * identity (linked files list the same content twice).
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, type Stats } from 'node:fs';
-import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
+import { createReadStream, lstatSync, readdirSync, readFileSync, readlinkSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 
 /** The digest of a root filesystem and what it takes on disk. */
@@ -35,42 +34,39 @@ export interface RootfsDigest {
 }
 
 const VERSION_LINE = 'airlock-rootfs-v1';
-/** files hashed at once: enough to keep the disk busy without a burst of open descriptors */
-const HASH_CONCURRENCY = 8;
+/** files up to this size are read in one call; larger ones are streamed */
 const STREAM_THRESHOLD = 1 << 20;
+/** entries between turns of the event loop, so a server stays responsive while a big tree is hashed */
+const ENTRIES_PER_TURN = 256;
 
-/** Computes the canonical digest of the tree at `rootfs` (see the file header for the listing format). */
+/**
+ * Computes the canonical digest of the tree at `rootfs` (see the file header
+ * for the listing format). Small files are read with synchronous calls, for
+ * the reason given in oci-layer-applier.ts (thousands of small files, each
+ * thread-pool round trip costing more than the read); the event loop gets a
+ * turn every few hundred entries.
+ */
 export async function digestRootfs(rootfs: string): Promise<RootfsDigest> {
-  const entries = await listTree(rootfs);
+  const entries = listTree(rootfs);
   entries.sort((a, b) => Buffer.compare(a.key, b.key));
-
-  const contentHashes = new Map<string, string>();
-  const files = entries.filter((entry) => entry.stats.isFile());
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < files.length) {
-      const entry = files[next++] as TreeEntry;
-      contentHashes.set(entry.relative, await hashFile(join(rootfs, entry.relative), entry.stats.size));
-    }
-  };
-  await Promise.all(Array.from({ length: HASH_CONCURRENCY }, worker));
 
   const listing = createHash('sha256');
   listing.update(`${VERSION_LINE}\n`);
   const seenInodes = new Set<string>();
   let sizeBytes = 0;
-  for (const entry of entries) {
-    const { stats, relative } = entry;
+  for (const [index, { stats, relative }] of entries.entries()) {
+    if (index % ENTRIES_PER_TURN === ENTRIES_PER_TURN - 1) await new Promise((resolve) => setImmediate(resolve));
+    const path = join(rootfs, relative);
     let extra = '';
     if (stats.isFile()) {
-      extra = contentHashes.get(relative) as string;
+      extra = stats.size <= STREAM_THRESHOLD ? createHash('sha256').update(readFileSync(path)).digest('hex') : await hashLargeFile(path);
       const inode = `${stats.dev}:${stats.ino}`;
       if (!seenInodes.has(inode)) {
         seenInodes.add(inode);
         sizeBytes += stats.size;
       }
     } else if (stats.isSymbolicLink()) {
-      extra = await readlink(join(rootfs, relative));
+      extra = readlinkSync(path);
     } else if (stats.isCharacterDevice() || stats.isBlockDevice()) {
       extra = String(stats.rdev);
     }
@@ -87,14 +83,14 @@ interface TreeEntry {
 }
 
 /** Every path below `root` (and `.`), with lstat results; never follows symlinks. */
-async function listTree(root: string): Promise<TreeEntry[]> {
-  const entries: TreeEntry[] = [{ relative: '.', key: Buffer.from('.'), stats: await lstat(root) }];
+function listTree(root: string): TreeEntry[] {
+  const entries: TreeEntry[] = [{ relative: '.', key: Buffer.from('.'), stats: lstatSync(root) }];
   const pending: string[] = [''];
   while (pending.length > 0) {
     const directory = pending.pop() as string;
-    for (const name of await readdir(join(root, directory))) {
+    for (const name of readdirSync(join(root, directory))) {
       const relative = directory === '' ? name : `${directory}/${name}`;
-      const stats = await lstat(join(root, relative));
+      const stats = lstatSync(join(root, relative));
       entries.push({ relative, key: Buffer.from(relative), stats });
       if (stats.isDirectory()) pending.push(relative);
     }
@@ -102,12 +98,8 @@ async function listTree(root: string): Promise<TreeEntry[]> {
   return entries;
 }
 
-async function hashFile(path: string, size: number): Promise<string> {
+async function hashLargeFile(path: string): Promise<string> {
   const hash = createHash('sha256');
-  if (size <= STREAM_THRESHOLD) {
-    // most files are small: one read, and no 1 MiB stream buffer allocated for each of thousands of files
-    return hash.update(await readFile(path)).digest('hex');
-  }
   for await (const chunk of createReadStream(path, { highWaterMark: STREAM_THRESHOLD })) hash.update(chunk as Buffer);
   return hash.digest('hex');
 }

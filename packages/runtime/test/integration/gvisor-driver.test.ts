@@ -58,6 +58,8 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
         sessionId = `session-${counter}-${randomBytes(3).toString('hex')}`;
         diskDir = await disks.create(sessionId, 1024);
         sessions.add(sessionId);
+        // The driver makes it on start; making it here lets a case seed files before any sandbox ran.
+        await mkdir(join(diskDir, 'workspace'), { recursive: true });
       }
       const spec: SandboxSpec = {
         sandboxId,

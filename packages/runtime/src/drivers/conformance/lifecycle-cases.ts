@@ -23,6 +23,8 @@ export function lifecycleCases(getContext: () => ConformanceContext): void {
       let restored: SandboxHandle | undefined;
       try {
         const pid = await shOk(driver, handle, counterScript('/tmp/counter'));
+        // A background process that still holds the stdout of the command that started it.
+        const printer = (await shOk(driver, handle, 'while :; do echo tick; sleep 0.5; done & echo $!')).split('\n').pop() ?? '';
         await shOk(driver, handle, 'echo kept > /etc/marker');
         const before = Number(await eventually(() => shOk(driver, handle, 'cat /tmp/counter 2>/dev/null || echo 0'), (v) => Number(v) > 2, 15_000, 'counter'));
         const image = await context().newImageDir();
@@ -34,7 +36,7 @@ export function lifecycleCases(getContext: () => ConformanceContext): void {
 
         restored = await driver.restore(await context().newSpec({ sameDiskAs: spec }), image);
         assert.equal(await driver.status(restored), 'running');
-        assert.equal(await shOk(driver, restored, `kill -0 ${pid} && echo alive; cat /etc/marker`), 'alive\nkept');
+        assert.equal(await shOk(driver, restored, `kill -0 ${pid} && kill -0 ${printer} && echo alive; cat /etc/marker`), 'alive\nkept');
         const after = Number(await eventually(() => shOk(driver, restored as SandboxHandle, 'cat /tmp/counter'), (v) => Number(v) > before + 2, 15_000, 'restored counter'));
         assert.ok(after > before, `counter went from ${before} to ${after}`);
       } finally {

@@ -52,7 +52,7 @@ s=
 while :; do
   if [ -z "$s" ] || [ -e $R/$s.claim ] || [ ! -p $R/$s.go ]; then
     n=$((n+1))
-    if $B mkfifo $R/s$n.o1 $R/s$n.e1 $R/s$n.out $R/s$n.err $R/s$n.rc $R/s$n.in $R/s$n.go 2>/dev/null; then
+    if $B mkfifo $R/s$n.o1 $R/s$n.e1 $R/s$n.out $R/s$n.err $R/s$n.rc $R/s$n.in $R/s$n.go $R/s$n.g1 $R/s$n.g2 2>/dev/null; then
       $B setsid $B sh -c "$JOB" airlock-job $R/s$n "$M" </dev/null >/dev/null 2>&1 &
       s=s$n
       echo $s >$R/next
@@ -67,17 +67,22 @@ done
  * A parked command slot: $1 the slot path, $2 the process limit. Records its
  * process group first (so a kill finds it at any later moment) and gives up
  * when cancelled before that. Forks the tees and the command's subshell in
- * advance; the subshell waits for "go". The tees open the relay's fifo before
- * the command's, so no fifo is ever recreated as a plain file by a late open.
+ * advance; each waits for its own "go" in a read from a fifo it opened
+ * read-write. A process blocked in a fifo *open* gets EINTR when the sandbox
+ * is checkpointed (measured: its redirection fails after restore), while a
+ * blocked read resumes, so nothing parks in an open. The tees open the relay's
+ * fifo before the command's, so no fifo is recreated as a plain file by a late open.
  */
 export const JOB_SCRIPT = `B=${TOOLBOX_PATH}
 J=$1
 echo $$ >$J.pgid
 [ -e $J.cancel ] && exit 0
-( trap '' PIPE; exec $B tee >$J.out <$J.o1 ) &
-( trap '' PIPE; exec $B tee >$J.err <$J.e1 ) &
+( trap '' PIPE; exec 8<>$J.g1; read -r _ <&8; exec $B tee >$J.out <$J.o1 8<&- ) &
+( trap '' PIPE; exec 8<>$J.g2; read -r _ <&8; exec $B tee >$J.err <$J.e1 8<&- ) &
 (
-  read -r go <$J.go
+  exec 8<>$J.go
+  read -r go <&8
+  exec 8<&-
   ulimit -u $2
   i=/dev/null
   [ "$go" = 1 ] && i=$J.in
@@ -117,6 +122,8 @@ J=$R/$s
 echo $s >$R/ctl
 printf '%s' "$1" >$J.cmd
 exec 5<>$J.rc
+echo >$J.g1
+echo >$J.g2
 echo "$2" >$J.go
 $B cat $J.out & op=$!
 $B cat $J.err >&2 & ep=$!

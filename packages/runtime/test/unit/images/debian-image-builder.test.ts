@@ -147,6 +147,10 @@ describe('building the Debian image (stand-in debootstrap)', () => {
     assert.equal(await stub.runCount(), 3);
     assert.equal(afterTamper.digest, first.digest);
     assert.notEqual(await readFile(join(afterTamper.rootfsDir, 'usr/bin/python3'), 'utf8'), 'tampered');
+
+    await writeFile(cacheFile.replace(/\.tar$/, '.json'), '{"digest":');
+    await stub.make(join(stub.dir, 'd')).buildDebian({});
+    assert.equal(await stub.runCount(), 4, 'a cache without a readable digest is not trusted');
   });
 
   test('the image is invisible until the build completes', async (t) => {
