@@ -1,0 +1,96 @@
+/**
+ * Issue 2's figures: create → first output, exec round trip, file write and
+ * read, suspend and resume (small and ~256 MB), each through the SDK against
+ * a real server, beside the same operation on `runsc` directly, in the same
+ * run. Usage: npx tsx bench/session-lifecycle.bench.ts [iterations]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServer, openDataDir, openImageCatalog } from '@airlock/runtime';
+import { Sandbox } from '@airlock/sdk';
+import { RawRunsc } from './runsc-floor.js';
+import { printComparisons, timed, type Comparison } from './stats.js';
+
+const iterations = Number.parseInt(process.argv[2] ?? '5', 10);
+const work = mkdtempSync('/var/tmp/airlock-bench-');
+const HOLD_256MB = "import os, time\nb = bytearray(os.urandom(256 * 1024 * 1024))\nopen('/tmp/held', 'w').write('1')\ntime.sleep(100000)";
+
+const server = await startServer({ dataDir: join(work, 'data'), host: '127.0.0.1', port: 0, token: 'bench' });
+const connection = { url: server.url, token: 'bench' };
+const image = await openImageCatalog(openDataDir(join(work, 'data'))).get('debian-bookworm');
+const rows: Comparison[] = [];
+const row = (operation: string): Comparison => {
+  const entry = { operation, airlock: [] as number[], floor: [] as number[] };
+  rows.push(entry);
+  return entry;
+};
+
+try {
+  const create = row('create → first command output');
+  const execTrip = row('exec `true` round trip');
+  const write = row('file write 64 KiB');
+  const read = row('file read 64 KiB');
+  const suspendSmall = row('suspend (idle session)');
+  const resumeSmall = row('resume (idle session) → first output');
+  const suspendBig = row('suspend (256 MB held)');
+  const resumeBig = row('resume (256 MB held) → first output');
+  const payload = 'x'.repeat(64 * 1024);
+
+  for (let i = 0; i < iterations; i += 1) {
+    // Airlock, through the SDK and HTTP
+    let sandbox: Sandbox | undefined;
+    create.airlock.push(await timed(async () => {
+      sandbox = await Sandbox.create(connection);
+      await sandbox.commands.run('echo ready');
+    }));
+    const s = sandbox as Sandbox;
+    for (let k = 0; k < 5; k += 1) execTrip.airlock.push(await timed(() => s.commands.run(['true'])));
+    write.airlock.push(await timed(() => s.files.write('/workspace/payload', payload)));
+    read.airlock.push(await timed(() => s.files.read('/workspace/payload')));
+    suspendSmall.airlock.push(await timed(() => s.suspend()));
+    resumeSmall.airlock.push(await timed(async () => {
+      await s.resume();
+      await s.commands.run(['true']);
+    }));
+    await s.files.write('/workspace/hold.py', HOLD_256MB);
+    await s.commands.run('nohup python3 /workspace/hold.py >/dev/null 2>&1 & while [ ! -f /tmp/held ]; do sleep 0.1; done');
+    suspendBig.airlock.push(await timed(() => s.suspend()));
+    resumeBig.airlock.push(await timed(async () => {
+      await s.resume();
+      await s.commands.run(['true']);
+    }));
+    await s.kill();
+
+    // the floor: runsc by hand
+    const raw = new RawRunsc(work, image.rootfsDir, `i${i}`);
+    create.floor.push(await timed(() => {
+      raw.start();
+      raw.exec(['echo', 'ready']);
+    }));
+    for (let k = 0; k < 5; k += 1) execTrip.floor.push(await timed(() => raw.exec(['true'])));
+    write.floor.push(await timed(() => raw.exec(['sh', '-c', 'cat > /tmp/payload'], payload)));
+    read.floor.push(await timed(() => raw.exec(['cat', '/tmp/payload'])));
+    const small = join(work, `ckpt-small-${i}`);
+    suspendSmall.floor.push(await timed(() => raw.checkpoint(small)));
+    resumeSmall.floor.push(await timed(() => {
+      raw.restore(small);
+      raw.exec(['true']);
+    }));
+    raw.exec(['sh', '-c', 'cat > /tmp/hold.py'], HOLD_256MB);
+    raw.background(['python3', '/tmp/hold.py']);
+    raw.exec(['sh', '-c', 'while [ ! -f /tmp/held ]; do sleep 0.1; done']);
+    const big = join(work, `ckpt-big-${i}`);
+    suspendBig.floor.push(await timed(() => raw.checkpoint(big)));
+    resumeBig.floor.push(await timed(() => {
+      raw.restore(big);
+      raw.exec(['true']);
+    }));
+    raw.destroy();
+    rmSync(small, { recursive: true, force: true });
+    rmSync(big, { recursive: true, force: true });
+  }
+  printComparisons(`Session lifecycle, ${iterations} iterations (exec: ${iterations * 5} calls)`, rows);
+} finally {
+  await server.close();
+  rmSync(work, { recursive: true, force: true });
+}

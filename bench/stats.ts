@@ -1,0 +1,35 @@
+/** Small statistics for benchmarks: they print figures, never pass or fail. */
+
+/** The q-quantile (0..1) of samples, by nearest rank. */
+export function quantile(samples: number[], q: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN;
+}
+
+/** Milliseconds taken by `work`. */
+export async function timed(work: () => unknown): Promise<number> {
+  const started = process.hrtime.bigint();
+  await work();
+  return Number(process.hrtime.bigint() - started) / 1e6;
+}
+
+/** One row of a side-by-side table. */
+export interface Comparison {
+  operation: string;
+  airlock: number[];
+  floor: number[];
+}
+
+/** Prints rows as a Markdown table of p50 (and p99 when there are enough samples) with the ratio. */
+export function printComparisons(title: string, rows: Comparison[]): string {
+  const lines = [`### ${title}`, '', '| operation | Airlock p50 (ms) | floor p50 (ms) | ratio | Airlock p99 | floor p99 | n |', '|---|---|---|---|---|---|---|'];
+  for (const row of rows) {
+    const a50 = quantile(row.airlock, 0.5);
+    const f50 = quantile(row.floor, 0.5);
+    lines.push(`| ${row.operation} | ${a50.toFixed(1)} | ${f50.toFixed(1)} | ${(a50 / f50).toFixed(2)}× | ${quantile(row.airlock, 0.99).toFixed(1)} | ${quantile(row.floor, 0.99).toFixed(1)} | ${row.airlock.length} |`);
+  }
+  const text = lines.join('\n');
+  process.stdout.write(`${text}\n\n`);
+  return text;
+}
