@@ -5,6 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { TestInstallation, hostProcessesMatching, pathsMatching } from '../support/test-installation.js';
 
 const COUNTER = [
@@ -123,12 +124,9 @@ describe('a session on gVisor persists across suspend, a server crash and resume
     });
     assert.equal(malformed.status, 400);
     assert.equal(((await malformed.json()) as { error: { code: string } }).error.code, 'INVALID_REQUEST');
-    const oversized = await fetch(`${installation.url}/v1/sessions/${id}/tools/files.write`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${installation.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ path: '/workspace/big', content: 'x'.repeat(40 * 1024 * 1024) }),
-    });
+    const oversized = await postRaw(`${installation.url}/v1/sessions/${id}/tools/files.write`, installation.token, JSON.stringify({ path: '/workspace/big', content: 'x'.repeat(40 * 1024 * 1024) }));
     assert.equal(oversized.status, 413);
+    assert.equal(JSON.parse(oversized.body).error.code, 'PAYLOAD_TOO_LARGE');
     const badArgs = await fetch(`${installation.url}/v1/sessions/${id}/exec`, {
       method: 'POST',
       headers: { authorization: `Bearer ${installation.token}`, 'content-type': 'application/json' },
@@ -151,4 +149,19 @@ function readCountFromDisk(installation: TestInstallation, id: string): number {
   // While suspended, the workspace lives on the session disk on the host; the counter file is there.
   const file = `${installation.dataDir}/disks/${id}/mnt/workspace/count`;
   return existsSync(file) ? Number.parseInt(readFileSync(file, 'utf8'), 10) : 0;
+}
+
+/** POSTs a body with node:http, keeping the answer even when the server stops reading early (as it does for a 413). */
+function postRaw(url: string, token: string, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE' && error.code !== 'ECONNRESET') reject(error);
+    });
+    req.end(body);
+  });
 }

@@ -6,10 +6,12 @@
  * processes) and that the image rootfs never changed.
  */
 import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isAirlockError } from '../../src/core/errors.js';
 import type { SandboxHandle, SandboxSpec } from '../../src/core/sandbox-driver.js';
 import { DEFAULT_RESOURCES, runDriverConformance, type ConformanceContext, type SpecOptions } from '../../src/drivers/conformance/driver-conformance.js';
 import { CONTAINER_PREFIX, GvisorDriver, hostProcessesOf, leftoverCgroups, mountsUnder } from '../../src/drivers/gvisor/index.js';
@@ -104,3 +106,46 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
 }
 
 runDriverConformance('gvisor', makeGvisorContext);
+
+describe('LoopDisks', () => {
+  it('creates, clones copy-on-write, survives a crash and reports DISK_FULL', async () => {
+    const base = await mkdtemp('/var/tmp/airlock-disks-test-');
+    // A small tmpfs as the disks root makes the host run out of space on purpose.
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=48m', 'airlock-test', base]);
+    const disks = new LoopDisks({ root: base });
+    try {
+      const dir = await disks.create('alpha', 64);
+      const usage = await disks.usage('alpha');
+      assert.ok(usage.sizeBytes > 40 * 1024 * 1024 && usage.sizeBytes <= 64 * 1024 * 1024, `size ${usage.sizeBytes}`);
+      await writeFile(join(dir, 'note.txt'), 'alpha');
+      await disks.sync('alpha');
+      await assert.rejects(disks.create('alpha', 64), (error: unknown) => isAirlockError(error, 'INVALID_STATE'));
+      await assert.rejects(disks.create('../escape', 64), (error: unknown) => isAirlockError(error, 'INVALID_ARGUMENTS'));
+
+      const copy = await disks.clone('alpha', 'beta');
+      assert.equal(await readFile(join(copy, 'note.txt'), 'utf8'), 'alpha');
+      await writeFile(join(copy, 'note.txt'), 'beta');
+      assert.equal(await readFile(join(dir, 'note.txt'), 'utf8'), 'alpha', 'the clone wrote through to its source');
+      assert.deepEqual(await disks.list(), ['alpha', 'beta']);
+
+      // Crash: unmounted behind our back, and a loop device left attached to the image.
+      execFileSync('umount', [join(base, 'beta', 'mnt')]);
+      const device = execFileSync('losetup', ['-f', '--show', join(base, 'beta', 'disk.ext4')], { encoding: 'utf8' }).trim();
+      assert.equal(await disks.ensureMounted('alpha'), dir);
+      const remounted = await disks.ensureMounted('beta');
+      assert.equal(await readFile(join(remounted, 'note.txt'), 'utf8'), 'beta', 'ensureMounted after a crash');
+      await disks.destroy('beta');
+      assert.ok(!execFileSync('losetup', ['-a'], { encoding: 'utf8' }).includes(`${device}:`), 'loop device left attached');
+      await disks.destroy('beta');
+
+      // 30 MB of incompressible data cannot be copied onto a 48 MB root that already holds it.
+      await writeFile(join(dir, 'big.bin'), randomBytes(30 * 1024 * 1024));
+      await assert.rejects(disks.clone('alpha', 'gamma'), (error: unknown) => isAirlockError(error, 'DISK_FULL'));
+      assert.deepEqual(await disks.list(), ['alpha'], 'a failed clone left a disk behind');
+    } finally {
+      for (const id of await disks.list()) await disks.destroy(id);
+      execFileSync('umount', [base]);
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+});

@@ -8,7 +8,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { SandboxHandle, SandboxSpec } from '../../core/sandbox-driver.js';
-import { counterScript, eventually, run, sh, shOk, sleep, type ConformanceContext } from './conformance-context.js';
+import { counterScript, eventually, pidIn, run, sh, shOk, sleep, type ConformanceContext } from './conformance-context.js';
 
 /** Registers the command cases; `getContext` is valid once the suite's `before` ran. */
 export function commandCases(getContext: () => ConformanceContext): void {
@@ -88,7 +88,7 @@ export function commandCases(getContext: () => ConformanceContext): void {
       const started = Date.now();
       const pid = await shOk(context().driver, handle, counterScript('/workspace/bg-counter'));
       // A background process that keeps the command's own stdout open must not hold the call either.
-      const printer = await sh(context().driver, handle, 'while :; do echo tick; sleep 0.3; done & echo $!');
+      const printer = await sh(context().driver, handle, 'while :; do echo tick; sleep 0.3; done & echo "pid=$!"');
       assert.equal(printer.exitCode, 0);
       assert.ok(Date.now() - started < 20_000, `exec waited for background processes (${Date.now() - started} ms)`);
       const counterFile = join(context().workspaceHostDir(spec), 'bg-counter');
@@ -96,7 +96,7 @@ export function commandCases(getContext: () => ConformanceContext): void {
       await sleep(1_500);
       const second = Number(await readFile(counterFile, 'utf8'));
       assert.ok(second > first, `counter did not advance: ${first} -> ${second}`);
-      const printerPid = printer.stdout.trim().split('\n').pop() ?? '';
+      const printerPid = pidIn(printer.stdout);
       assert.equal(await shOk(context().driver, handle, `kill -0 ${pid} && kill -0 ${printerPid} && echo alive`), 'alive');
       await shOk(context().driver, handle, `kill ${pid} ${printerPid}`);
     });

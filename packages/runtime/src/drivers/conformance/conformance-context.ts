@@ -115,3 +115,10 @@ export function sleep(ms: number): Promise<void> {
 export function counterScript(file: string): string {
   return `i=0; while :; do i=$((i+1)); echo $i > ${file}; sleep 0.2; done </dev/null >/dev/null 2>&1 & echo $!`;
 }
+
+/** The pid from a `pid=N` line in mixed output (background printers interleave their lines). */
+export function pidIn(output: string): string {
+  const match = /pid=(\d+)/.exec(output);
+  assert.ok(match?.[1], `no pid=N in output: ${output.slice(0, 200)}`);
+  return match[1];
+}

@@ -9,7 +9,9 @@ import type { ConformanceContext } from './conformance-context.js';
 import { containmentCases } from './containment-cases.js';
 import { lifecycleCases } from './lifecycle-cases.js';
 
+/** What a driver's test file provides to the suite. */
 export type { ConformanceContext, SpecOptions } from './conformance-context.js';
+/** Resources of conformance sandboxes unless a case asks for others. */
 export { DEFAULT_RESOURCES } from './conformance-context.js';
 
 /** Registers the conformance suite for one driver; `makeContext` runs once before the cases. */

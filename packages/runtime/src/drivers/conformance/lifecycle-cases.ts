@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
+import { isAirlockError } from '../../core/errors.js';
 import type { SandboxHandle } from '../../core/sandbox-driver.js';
-import { counterScript, eventually, sh, shOk, sleep, withSandbox, type ConformanceContext } from './conformance-context.js';
+import { counterScript, eventually, pidIn, sh, shOk, sleep, withSandbox, type ConformanceContext } from './conformance-context.js';
 
 /** Registers the lifecycle cases. */
 export function lifecycleCases(getContext: () => ConformanceContext): void {
@@ -24,7 +25,7 @@ export function lifecycleCases(getContext: () => ConformanceContext): void {
       try {
         const pid = await shOk(driver, handle, counterScript('/tmp/counter'));
         // A background process that still holds the stdout of the command that started it.
-        const printer = (await shOk(driver, handle, 'while :; do echo tick; sleep 0.5; done & echo $!')).split('\n').pop() ?? '';
+        const printer = pidIn(await shOk(driver, handle, 'while :; do echo tick; sleep 0.5; done & echo "pid=$!"'));
         await shOk(driver, handle, 'echo kept > /etc/marker');
         const before = Number(await eventually(() => shOk(driver, handle, 'cat /tmp/counter 2>/dev/null || echo 0'), (v) => Number(v) > 2, 15_000, 'counter'));
         const image = await context().newImageDir();
@@ -70,6 +71,33 @@ export function lifecycleCases(getContext: () => ConformanceContext): void {
       } finally {
         for (const branch of branches) await driver.destroy(branch);
       }
+    });
+
+    it('a checkpoint during a running command never costs the session', async (t: TestContext) => {
+      const { driver } = context();
+      if (!driver.capabilities.snapshot) return t.skip('driver declares no snapshot capability');
+      await withSandbox(context(), {}, async (handle) => {
+        const command = sh(driver, handle, 'sleep 3; echo finished', { timeoutMs: 60_000 });
+        await sleep(1_500);
+        const image = await context().newImageDir();
+        const checkpoint = await driver.checkpoint(handle, image, { leaveRunning: false }).then(
+          () => 'taken',
+          (error: unknown) => (isAirlockError(error, 'SESSION_BUSY') ? 'refused' : Promise.reject(error)),
+        );
+        if (checkpoint === 'refused') {
+          assert.equal(await driver.status(handle), 'running', 'a refused checkpoint must leave the sandbox running');
+          const result = await command;
+          assert.equal(result.stdout, 'finished\n');
+        } else {
+          await command.catch(() => undefined);
+          const restored = await driver.restore(await context().newSpec(), image);
+          try {
+            assert.equal(await shOk(driver, restored, 'echo back'), 'back', 'an image taken mid-command must restore');
+          } finally {
+            await driver.destroy(restored);
+          }
+        }
+      });
     });
 
     it('pause freezes every process and unpause thaws them', async (t: TestContext) => {

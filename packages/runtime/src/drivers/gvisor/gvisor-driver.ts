@@ -5,7 +5,7 @@
  * (why the image is mounted read-only) and `cgroups.ts` (limits).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
 import type {
@@ -22,10 +22,13 @@ import type {
 } from '../../core/sandbox-driver.js';
 import { readUsage, removeCgroups, writeLimits } from './cgroups.js';
 import { checkGvisorHost } from './host-check.js';
-import { commandScript, INIT_SCRIPT, JOB_SCRIPT, KILL_SCRIPT, NPROC_RESERVE, RELAY_SCRIPT, TOOLBOX_PATH } from './in-sandbox-scripts.js';
+import { execCommand } from './exec-command.js';
+import { INIT_SCRIPT, JOB_SCRIPT, NPROC_RESERVE, TOOLBOX_PATH } from './in-sandbox-scripts.js';
+import { WORKSPACE_PATH } from './oci-spec.js';
 import { ensureSkeleton } from './rootfs-view.js';
 import { Runsc, runscFailure } from './runsc.js';
 import {
+  execProcessesOf,
   hostProcessesOf,
   isProcessAlive,
   logTail,
@@ -91,36 +94,8 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   async exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecOutcome> {
-    if (request.argv.length === 0 || request.argv.some((arg) => arg.includes('\0')) || request.cwd.includes('\0')) {
-      throw new AirlockError('INVALID_ARGUMENTS', 'argv must have at least one element and no argument may contain NUL');
-    }
-    validateEnv(request.env);
     const { stateDir } = handleData(handle);
-    const containerId = containerIdOf(handle.sandboxId);
-    const pidFile = join(stateDir, `exec-${randomBytes(8).toString('hex')}.pid`);
-    const hasStdin = request.stdin !== undefined && request.stdin.length > 0;
-    const script = commandScript(request.argv, request.cwd, request.env);
-    const child = this.runsc.spawn(
-      ['exec', `--internal-pid-file=${pidFile}`, containerId, TOOLBOX_PATH, 'sh', '-c', RELAY_SCRIPT, 'airlock-exec', script, hasStdin ? '1' : '0'],
-      { stdio: 'pipe' },
-    );
-    const killInSandbox = async (): Promise<void> => {
-      // runsc writes the relay's in-sandbox pid once the relay exists; wait briefly for it.
-      let relayPid = '';
-      for (let attempt = 0; attempt < 20 && !/^\d+$/.test(relayPid); attempt++) {
-        relayPid = (await readFile(pidFile, 'utf8').catch(() => '')).trim();
-        if (!/^\d+$/.test(relayPid)) await delay(50);
-      }
-      if (!/^\d+$/.test(relayPid)) return;
-      const killed = await this.runsc.run(['exec', containerId, TOOLBOX_PATH, 'sh', '-c', KILL_SCRIPT, 'airlock-kill', relayPid], { timeoutMs: 5_000 });
-      if (killed.code !== 0) await this.runsc.run(['kill', `--pid=${relayPid}`, containerId, 'KILL'], { timeoutMs: 5_000 });
-    };
-    let outcome: SupervisedOutcome;
-    try {
-      outcome = await superviseCommand(child, { request, killInSandbox });
-    } finally {
-      await rm(pidFile, { force: true });
-    }
+    const outcome = await execCommand(this.runsc, containerIdOf(handle.sandboxId), stateDir, request);
     if (outcome.exitCode !== 0 && !outcome.timedOut && !outcome.aborted) await this.assertAlive(handle, outcome);
     return { exitCode: outcome.exitCode, timedOut: outcome.timedOut, aborted: outcome.aborted, durationMs: outcome.durationMs };
   }
@@ -178,6 +153,12 @@ export class GvisorDriver implements SandboxDriver {
     const wasPaused = status === 'paused';
     try {
       if (!wasPaused) await this.runsc.check(['pause', containerId], `pausing ${handle.sandboxId} for a checkpoint`);
+      // An exec in flight holds host pipes inside the sandbox: the image would save fine and then
+      // fail to restore ("no host FD available"), after the original was destroyed. Checked once
+      // paused, so no exec can start in between.
+      if ((await execProcessesOf(containerId)).length > 0) {
+        throw new AirlockError('SESSION_BUSY', `sandbox ${handle.sandboxId} is running a command; wait for it to finish (or abort it) before a checkpoint`);
+      }
       const result = await this.runsc.run(['checkpoint', `--image-path=${partial}`, '--compression=none', '--leave-running', containerId], { timeoutMs: 600_000 });
       if (result.code !== 0) {
         const error = runscFailure(`checkpoint of ${handle.sandboxId} failed; the sandbox is still running`, result);
@@ -284,7 +265,7 @@ export class GvisorDriver implements SandboxDriver {
         toolboxHostPath: this.toolboxHostPath,
         // init must be identical for run and restore: restore re-checks the spec's process.
         args: [TOOLBOX_PATH, 'sh', '-c', INIT_SCRIPT, 'airlock-init', JOB_SCRIPT, String(spec.resources.maxProcesses)],
-        cwd: '/',
+        cwd: WORKSPACE_PATH,
         env: spec.env,
         // init and the relays may fork even when commands used up their quota (see in-sandbox-scripts.ts).
         processLimit: spec.resources.maxProcesses + NPROC_RESERVE,

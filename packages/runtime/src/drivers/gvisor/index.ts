@@ -1,5 +1,8 @@
 /** The gVisor (runsc) sandbox driver. */
 export { GvisorDriver, CONTAINER_PREFIX, type GvisorDriverOptions } from './gvisor-driver.js';
+/** Host-side probes for leak checks and reconciliation. */
 export { leftoverCgroups } from './cgroups.js';
+/** Host processes of a sandbox (by container id or bundle path), and liveness of one pid. */
 export { hostProcessesOf, isProcessAlive } from './sandbox-files.js';
+/** Mount points under a host path, for leak checks. */
 export { mountsUnder } from './rootfs-view.js';

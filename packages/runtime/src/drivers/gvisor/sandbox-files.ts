@@ -135,6 +135,16 @@ export async function hostProcessesOf(markers: string[]): Promise<number[]> {
   return pids;
 }
 
+/** Host pids of `runsc exec` processes (commands in flight) into a container. */
+export async function execProcessesOf(containerId: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const pid of await hostProcessesOf([containerId])) {
+    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    if (args.includes('exec')) pids.push(pid);
+  }
+  return pids;
+}
+
 /** True when a host process exists and is not a zombie. */
 export async function isProcessAlive(pid: number): Promise<boolean> {
   if (pid <= 0) return false;

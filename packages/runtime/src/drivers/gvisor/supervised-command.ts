@@ -111,6 +111,7 @@ async function drainThenDestroy(child: ChildProcess): Promise<void> {
   child.stdin?.destroy();
 }
 
+/** A timer that never keeps the process alive on its own (the child and its pipes do that). */
 function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
