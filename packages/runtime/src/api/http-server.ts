@@ -12,6 +12,7 @@ import { registerSessionRoutes } from './routes/session-routes.js';
 import { registerToolRoutes } from './routes/tool-routes.js';
 import { registerApprovalRoutes } from './routes/approval-routes.js';
 import { registerImageRoutes } from './routes/image-routes.js';
+import { registerMcpRoutes } from './routes/mcp-routes.js';
 
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -48,5 +49,6 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   registerToolRoutes(app, services);
   registerApprovalRoutes(app, services);
   registerImageRoutes(app, services);
+  registerMcpRoutes(app, { token: options.token });
   return app;
 }

@@ -66,6 +66,12 @@ export interface ExecRequest {
   signal?: AbortSignal;
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
+  /**
+   * The command is short-lived and leaves no process behind (the control
+   * plane's own file operations): a driver may take a faster path that would
+   * not let background processes survive a checkpoint.
+   */
+  transient?: boolean;
 }
 
 /** How a command ended. */

@@ -183,6 +183,7 @@ export class ToolExecutor {
       cwd: '/',
       env: {},
       timeoutMs: request.timeoutMs,
+      transient: true,
       ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
       onStdout: (chunk) => stdout.push(chunk),
       onStderr: (chunk) => stderr.push(chunk),

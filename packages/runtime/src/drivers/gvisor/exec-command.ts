@@ -22,11 +22,12 @@ export async function execCommand(runsc: Runsc, containerId: string, stateDir: s
   // `--cwd`/`--env` of runsc exec would apply to the relay only; the command gets them from its script.
   const pidFile = join(stateDir, `exec-${randomBytes(8).toString('hex')}.pid`);
   const hasStdin = request.stdin !== undefined && request.stdin.length > 0;
-  const script = commandScript(request.argv, request.cwd, request.env);
-  const child = runsc.spawn(
-    ['exec', `--internal-pid-file=${pidFile}`, containerId, TOOLBOX_PATH, 'sh', '-c', RELAY_SCRIPT, 'airlock-exec', script, hasStdin ? '1' : '0'],
-    { stdio: 'pipe' },
-  );
+  // A transient command (the control plane's file operations) runs as a plain `runsc exec`: several
+  // times faster, and safe because it ends before any checkpoint can start (the session lock waits for it).
+  const args = request.transient
+    ? ['exec', `--internal-pid-file=${pidFile}`, `--cwd=${request.cwd}`, ...Object.entries(request.env).map(([k, v]) => `--env=${k}=${v}`), containerId, ...request.argv]
+    : ['exec', `--internal-pid-file=${pidFile}`, containerId, TOOLBOX_PATH, 'sh', '-c', RELAY_SCRIPT, 'airlock-exec', commandScript(request.argv, request.cwd, request.env), hasStdin ? '1' : '0'];
+  const child = runsc.spawn(args, { stdio: 'pipe' });
   const killInSandbox = async (): Promise<void> => {
     // runsc writes the relay's in-sandbox pid once the relay exists; wait briefly for it.
     let relayPid = '';

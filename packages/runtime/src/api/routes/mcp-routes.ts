@@ -1,0 +1,59 @@
+/**
+ * MCP over streamable HTTP on the Airlock server: `/mcp` (the session comes
+ * from `?session=ID` or the `X-Airlock-Session` header, else one is created
+ * for the MCP session) and `/v1/sessions/:id/mcp`. The bearer token is
+ * checked by the server's onRequest hook like any route. The MCP server is a
+ * client of this same API over loopback, so its calls take exactly the path
+ * of any other client's (policy, approval, audit); the core never sees MCP.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import type { McpHttpEndpoint } from '@airlock/mcp';
+
+/** Options of the MCP routes. */
+export interface McpRouteOptions {
+  /** the API token, which the MCP server presents to this server */
+  token: string;
+}
+
+/** Registers /mcp and /v1/sessions/:id/mcp (GET, POST, DELETE). */
+export function registerMcpRoutes(app: FastifyInstance, options: McpRouteOptions): void {
+  let endpoint: Promise<McpHttpEndpoint> | undefined;
+  // Loaded on first use so that a server nobody reaches over MCP never loads the MCP SDK.
+  const load = () =>
+    (endpoint ??= import('@airlock/mcp').then(({ McpHttpEndpoint }) => new McpHttpEndpoint({ connection: () => ({ url: loopbackUrl(app), token: options.token, retries: 1 }) })));
+
+  const serve = async (request: FastifyRequest, reply: FastifyReply, sessionId: string | undefined) => {
+    const mcp = await load();
+    // The SDK transport writes the response itself (JSON or an SSE stream).
+    reply.hijack();
+    await mcp.handle(request.raw, reply.raw, request.body, sessionId);
+  };
+
+  app.route<{ Querystring: { session?: string } }>({
+    method: ['GET', 'POST', 'DELETE'],
+    url: '/mcp',
+    handler: async (request, reply) => {
+      const header = request.headers['x-airlock-session'];
+      const fromHeader = Array.isArray(header) ? header[0] : header;
+      await serve(request, reply, request.query.session || fromHeader || undefined);
+    },
+  });
+  app.route<{ Params: { id: string } }>({
+    method: ['GET', 'POST', 'DELETE'],
+    url: '/v1/sessions/:id/mcp',
+    handler: async (request, reply) => serve(request, reply, request.params.id),
+  });
+  // preClose, not onClose: open MCP streams would otherwise keep the server from closing.
+  app.addHook('preClose', async () => {
+    if (endpoint) await (await endpoint).close({ keepSessions: true });
+  });
+}
+
+/** This server's own address, as a URL a local client can reach. */
+function loopbackUrl(app: FastifyInstance): string {
+  const address = app.server.address() as AddressInfo | string | null;
+  if (address === null || typeof address === 'string') throw new Error('the MCP endpoint needs the server to listen on a TCP port');
+  const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
+}
