@@ -151,16 +151,38 @@ function readCountFromDisk(installation: TestInstallation, id: string): number {
   return existsSync(file) ? Number.parseInt(readFileSync(file, 'utf8'), 10) : 0;
 }
 
-/** POSTs a body with node:http, keeping the answer even when the server stops reading early (as it does for a 413). */
+/**
+ * POSTs a body with node:http and keeps the answer even when the server stops
+ * reading early and resets the connection (as it may for a 413).
+ */
 function postRaw(url: string, token: string, body: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
+    let settled = false;
     const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
       let text = '';
+      const done = () => {
+        if (settled) return;
+        settled = true;
+        resolve({ status: res.statusCode ?? 0, body: text });
+      };
       res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on('end', done);
+      res.on('close', done);
+      res.on('error', done);
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EPIPE' && error.code !== 'ECONNRESET') reject(error);
+      if (error.code === 'EPIPE' || error.code === 'ECONNRESET') {
+        // the answer may already be on its way; give it a moment
+        setTimeout(() => {
+          if (!settled) {
+            settled = true;
+            reject(new Error(`the server reset the connection without an answer (${error.code})`));
+          }
+        }, 2000);
+        return;
+      }
+      settled = true;
+      reject(error);
     });
     req.end(body);
   });

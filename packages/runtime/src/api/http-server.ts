@@ -17,6 +17,26 @@ import { registerMcpRoutes } from './routes/mcp-routes.js';
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
 
+/** Past this many bytes an oversized body is no longer drained: the connection is cut. */
+const MAX_DRAINED_BYTES = 256 * 1024 * 1024;
+
+/** Consumes and discards a request body, up to `limit` bytes. */
+function drain(stream: import('node:http').IncomingMessage, limit: number): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = 0;
+    stream.on('data', (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > limit) {
+        stream.destroy();
+        resolve();
+      }
+    });
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', resolve);
+  });
+}
+
 /** Options of the HTTP server. */
 export interface HttpServerOptions {
   token: string;
@@ -33,6 +53,13 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
     void reply.status(404).send(errorBody(new AirlockError('NOT_FOUND', `no route ${request.method} ${request.url}; see /openapi.json`)));
   });
   app.addHook('onRequest', async (request, reply) => {
+    const declared = Number(request.headers['content-length'] ?? 0);
+    if (declared > BODY_LIMIT_BYTES) {
+      // Read and drop the body before answering: a client that writes its whole body
+      // before reading (most do) would otherwise see a reset instead of the 413.
+      await drain(request.raw, MAX_DRAINED_BYTES);
+      return reply.status(413).header('connection', 'close').send(errorBody(new AirlockError('PAYLOAD_TOO_LARGE', `the request body is ${declared} bytes, above the limit of ${BODY_LIMIT_BYTES}; send files of at most 32 MiB per call`)));
+    }
     if (request.url === '/healthz' || request.url === '/openapi.json') return;
     const header = request.headers.authorization ?? '';
     const given = Buffer.from(header.startsWith('Bearer ') ? header.slice(7) : '');

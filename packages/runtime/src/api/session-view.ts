@@ -13,7 +13,7 @@ export function sessionView(session: SessionRecord, now: Date = new Date()): Rec
   if (session.state === 'paused') meters.pausedSeconds += inState;
   if (session.state === 'suspended') meters.suspendedSeconds += inState;
   const held = meters.runningSeconds + meters.pausedSeconds;
-  const { cpuSecondsClosed: _closed, ...shownMeters } = meters;
+  const { cpuSecondsClosed: _closed, memorySampledAt: _sampled, ...shownMeters } = meters;
   return {
     id: session.id,
     state: session.state,

@@ -173,14 +173,29 @@ export class SessionService {
   }
 
   /** Freezes the machine in place: no CPU, memory kept. */
-  async pause(id: string): Promise<SessionRecord> {
+  async pause(id: string, reason: 'manual' | 'idle' = 'manual'): Promise<SessionRecord> {
+    return this.locks.exclusive(id, () => this.pauseLocked(this.get(id), reason));
+  }
+
+  /**
+   * Puts an idle machine to sleep (the idle sleeper's entry point). Takes the
+   * exclusive lock, so it waits for calls in flight, and then asks `stillIdle`
+   * again: a call that slipped in before the lock cancels the sleep.
+   */
+  async sleepIfIdle(id: string, depth: 'paused' | 'suspended', stillIdle: (session: SessionRecord) => boolean): Promise<SessionRecord | undefined> {
     return this.locks.exclusive(id, async () => {
       const session = this.get(id);
-      this.requireMachine(session, 'pause');
-      assertTransition(session, 'pause');
-      await this.driver.pause(this.handleOf(session));
-      return this.commit(session, { state: 'paused' }, 'session.paused', {});
+      if (session.mode !== 'machine' || session.pendingOperation || !stillIdle(session)) return undefined;
+      if (depth === 'suspended') return session.state === 'running' || session.state === 'paused' ? this.suspendLocked(session, 'idle') : undefined;
+      return session.state === 'running' ? this.pauseLocked(session, 'idle') : undefined;
     });
+  }
+
+  private async pauseLocked(session: SessionRecord, reason: 'manual' | 'idle'): Promise<SessionRecord> {
+    this.requireMachine(session, 'pause');
+    assertTransition(session, 'pause');
+    await this.driver.pause(this.handleOf(session));
+    return this.commit(session, { state: 'paused' }, 'session.paused', { reason });
   }
 
   /** Destroys the machine, its disk and every snapshot of it; keeps metadata and history. */
@@ -210,7 +225,10 @@ export class SessionService {
         this.requireCallable(session);
         if (session.state !== 'running' || !session.sandbox) return undefined;
         this.touch(session);
-        return { result: await work(session.sandbox, session) };
+        const result = await work(session.sandbox, session);
+        // idleness counts from the end of the last call, not its start
+        this.touch(session);
+        return { result };
       });
       if (outcome) return { result: outcome.result, resumeMs };
       const started = Date.now();
@@ -238,10 +256,18 @@ export class SessionService {
       const spec = await this.specFor(session, image);
       const sandboxId = `airlock-${session.id}-run-${newId('c').slice(2, 12)}`;
       this.touch(session);
-      return this.driver.runOnce(
+      const outcome = await this.driver.runOnce(
         { ...spec, sandboxId, stateDir: this.layout.sandboxStateDir(sandboxId), oneShot: { argv: request.argv } },
         request,
       );
+      this.store.transaction(() => {
+        const fresh = this.store.getSession(id);
+        if (!fresh) return;
+        fresh.meters.perCallSeconds = (fresh.meters.perCallSeconds ?? 0) + outcome.durationMs / 1000;
+        fresh.lastActivityAt = this.clock.now().toISOString();
+        this.store.updateSession(fresh);
+      });
+      return outcome;
     });
   }
 
@@ -260,17 +286,35 @@ export class SessionService {
     this.store.updateSession(fresh);
   }
 
-  /** Adds to a session's meters (after a tool call). */
-  charge(id: string, delta: Partial<{ toolCalls: number; cpuSeconds: number; memoryBytes: number }>): void {
+  /**
+   * Samples the machine's resource use into the session's meters: CPU (this
+   * incarnation on top of the closed ones), peak memory, memory integrated over
+   * time, and disk bytes. Called after every tool call and before a suspend.
+   */
+  async sampleUsage(id: string): Promise<void> {
+    // Under the shared lock: a sample must not straddle a suspend, which closes the incarnation's CPU.
+    await this.locks.shared(id, () => this.sampleUsageLocked(id));
+  }
+
+  private async sampleUsageLocked(id: string): Promise<void> {
+    const session = this.store.getSession(id);
+    if (!session) return;
+    const usage = session.sandbox ? await this.driver.usage(session.sandbox).catch(() => undefined) : undefined;
+    const disk = await this.disks.usage(id).catch(() => undefined);
+    const now = this.clock.now();
     this.store.transaction(() => {
-      const session = this.store.getSession(id);
-      if (!session) return;
-      session.meters.toolCalls += delta.toolCalls ?? 0;
-      if (delta.cpuSeconds !== undefined) session.meters.cpuSeconds = Math.max(session.meters.cpuSeconds, delta.cpuSeconds);
-      if (delta.memoryBytes !== undefined) {
-        session.meters.peakMemoryBytes = Math.max(session.meters.peakMemoryBytes, delta.memoryBytes);
+      const fresh = this.store.getSession(id);
+      if (!fresh) return;
+      const meters = { ...fresh.meters };
+      if (usage) {
+        meters.cpuSeconds = Math.max(meters.cpuSeconds, meters.cpuSecondsClosed + usage.cpuSeconds);
+        meters.peakMemoryBytes = Math.max(meters.peakMemoryBytes, usage.peakMemoryBytes);
+        const since = meters.memorySampledAt ? Math.max(0, (now.getTime() - Date.parse(meters.memorySampledAt)) / 1000) : 0;
+        meters.memoryByteSeconds += since * usage.memoryBytes;
+        meters.memorySampledAt = now.toISOString();
       }
-      this.store.updateSession(session);
+      if (disk) meters.diskBytes = disk.usedBytes;
+      this.store.updateSession({ ...fresh, meters });
     });
   }
 
@@ -279,7 +323,7 @@ export class SessionService {
     assertTransition(session, 'suspend');
     const handle = this.handleOf(session);
     if (session.state === 'paused') await this.driver.unpause(handle);
-    await this.sampleUsage(session, handle);
+    await this.sampleUsageLocked(session.id);
     const snapshotId = newId('snap');
     this.mark(session, 'suspend', { snapshotId });
     const imageDir = this.artifacts.pathFor(snapshotId);
@@ -325,6 +369,9 @@ export class SessionService {
         durationMs: Date.now() - started,
       });
       result.meters.snapshotBytes = sizeBytes;
+      // the next incarnation's cgroup counts CPU from zero
+      result.meters.cpuSecondsClosed = result.meters.cpuSeconds;
+      delete result.meters.memorySampledAt;
       this.store.updateSession(result);
       return result;
     });
@@ -430,11 +477,6 @@ export class SessionService {
       expiresAt: null,
       deletedAt: null,
     };
-  }
-
-  private async sampleUsage(session: SessionRecord, handle: SandboxHandle): Promise<void> {
-    const usage = await this.driver.usage(handle).catch(() => undefined);
-    if (usage) this.charge(session.id, { cpuSeconds: usage.cpuSeconds, memoryBytes: usage.peakMemoryBytes });
   }
 
   /** Records that an operation is in flight before it touches the sandbox. */

@@ -31,6 +31,8 @@ export interface SessionMeters {
   peakMemoryBytes: number;
   /** integral of memory over running time, in byte-seconds */
   memoryByteSeconds: number;
+  /** when memory was last sampled, for the time integral */
+  memorySampledAt?: string;
   /** CPU used by earlier sandbox incarnations (before the last restore) */
   cpuSecondsClosed: number;
   runningSeconds: number;
@@ -38,6 +40,8 @@ export interface SessionMeters {
   suspendedSeconds: number;
   diskBytes: number;
   snapshotBytes: number;
+  /** lifetime of per-call sandboxes (per-call sessions and ephemeral calls), summed; absent in older records */
+  perCallSeconds?: number;
 }
 
 /** A session as stored. */
@@ -68,6 +72,10 @@ export interface SessionRecord {
   lastActivityAt: string;
   meters: SessionMeters;
   guard: GuardState;
+  /** set by `airlock sessions keep-awake`: the idle sleeper leaves the machine running */
+  keepAwake?: boolean;
+  /** ports of the machine reachable through the server's proxy (`airlock ports expose`) */
+  exposedPorts?: number[];
 }
 
 /** State of the runaway breaker of a session. */
