@@ -78,6 +78,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         parameters: [idParam, { name: 'tool', in: 'path', required: true, schema: { type: 'string', enum: Object.keys(TOOL_SCHEMAS) } }],
         post: op('run any tool through the airlock', { responses: { '200': { description: 'completed' }, '202': { description: 'held for approval' }, '4XX': errorResponse, '5XX': errorResponse } }),
       },
+      '/v1/tenants/{tenant}/usage': { parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }], get: op('meters summed over the sessions of a tenant') },
       '/v1/approvals': { get: op('list approvals (state=pending for open ones)') },
       '/v1/approvals/events': { get: op('server-sent events: approval.requested, approval.decided') },
       '/v1/approvals/{id}': { parameters: [idParam], get: op('get an approval; waitSeconds long-polls for its outcome') },

@@ -33,6 +33,18 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(services.sessions.get(request.params.id)));
 
+  app.get<{ Params: { tenant: string } }>('/v1/tenants/:tenant/usage', async (request) => {
+    const views = services.sessions.list().filter((session) => session.tenant === request.params.tenant).map((session) => sessionView(session));
+    const totals: Record<string, number> = {};
+    for (const view of views) {
+      for (const [key, value] of Object.entries(view['meters'] as Record<string, number>)) {
+        if (key === 'idleFractionUnpaid' || key === 'timeWeightedMemoryBytes') continue;
+        totals[key] = key === 'peakMemoryBytes' ? Math.max(totals[key] ?? 0, value) : (totals[key] ?? 0) + value;
+      }
+    }
+    return { tenant: request.params.tenant, sessions: views.length, live: views.filter((v) => v['state'] !== 'terminated').length, meters: totals };
+  });
+
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/suspend', async (request) => sessionView(await services.sessions.suspend(request.params.id)));
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/resume', async (request) => sessionView(await services.sessions.resume(request.params.id)));
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/pause', async (request) => sessionView(await services.sessions.pause(request.params.id)));
