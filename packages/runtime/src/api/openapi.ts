@@ -6,22 +6,31 @@
 import { z } from 'zod';
 import { TOOL_SCHEMAS } from '../core/tool-schemas.js';
 import { ERROR_STATUS } from '../core/errors.js';
+import { RESPONSE_SCHEMAS } from './response-schemas.js';
 
 const json = (schema: Record<string, unknown>) => ({ content: { 'application/json': { schema } } });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const errorResponse = { description: 'error', ...json(ref('Error')) };
 const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
 
-function op(summary: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { summary, responses: { '200': { description: 'ok' }, '4XX': errorResponse, '5XX': errorResponse }, ...extra };
+function op(summary: string, extra: Record<string, unknown> = {}, answer?: keyof typeof RESPONSE_SCHEMAS): Record<string, unknown> {
+  const ok = answer ? { description: 'ok', ...json(ref(answer)) } : { description: 'ok' };
+  return { summary, responses: { '200': ok, '4XX': errorResponse, '5XX': errorResponse }, ...extra };
+}
+
+function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as Record<string, unknown>;
+  return rest;
 }
 
 /** Builds the OpenAPI 3.1 document. */
 export function openApiDocument(version: string): Record<string, unknown> {
   const toolSchemas: Record<string, unknown> = {};
   for (const [name, schema] of Object.entries(TOOL_SCHEMAS)) {
-    toolSchemas[`${name.replace('.', '_')}_arguments`] = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+    const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    toolSchemas[`${name.replace('.', '_')}_arguments`] = rest;
   }
+  const responseSchemas = Object.fromEntries(Object.entries(RESPONSE_SCHEMAS).map(([name, schema]) => [name, jsonSchemaOf(schema)]));
   return {
     openapi: '3.1.0',
     info: { title: 'Airlock API', version, description: 'Sessions on isolated machines; every tool call authorized, held for approval where required, and audited.' },
@@ -50,6 +59,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
           },
         },
         ...toolSchemas,
+        ...responseSchemas,
       },
     },
     security: [{ bearer: [] }],
@@ -57,16 +67,16 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/healthz': { get: op('liveness', { security: [] }) },
       '/openapi.json': { get: op('this document', { security: [] }) },
       '/v1/sessions': {
-        get: op('list sessions'),
-        post: op('create a session and start its machine', { requestBody: json(ref('CreateSession')), responses: { '201': { description: 'created' }, '4XX': errorResponse, '5XX': errorResponse } }),
+        get: op('list sessions', {}, 'SessionList'),
+        post: op('create a session and start its machine', { requestBody: json(ref('CreateSession')), responses: { '201': { description: 'created', ...json(ref('Session')) }, '4XX': errorResponse, '5XX': errorResponse } }),
       },
-      '/v1/sessions/{id}': { parameters: [idParam], get: op('get a session with its meters'), delete: op('terminate: destroy machine, disk and memory images') },
-      '/v1/sessions/{id}/suspend': { parameters: [idParam], post: op('checkpoint memory and processes, stop the machine') },
-      '/v1/sessions/{id}/resume': { parameters: [idParam], post: op('restore the machine where it stopped') },
-      '/v1/sessions/{id}/pause': { parameters: [idParam], post: op('freeze the machine in place') },
-      '/v1/sessions/{id}/guard/reset': { parameters: [idParam], post: op('reset the runaway breaker') },
-      '/v1/sessions/{id}/audit': { parameters: [idParam], get: op('audit records of the session') },
-      '/v1/sessions/{id}/audit/verify': { parameters: [idParam], get: op('verify the hash chain') },
+      '/v1/sessions/{id}': { parameters: [idParam], get: op('get a session with its meters', {}, 'Session'), delete: op('terminate: destroy machine, disk and memory images', {}, 'Session') },
+      '/v1/sessions/{id}/suspend': { parameters: [idParam], post: op('checkpoint memory and processes, stop the machine', {}, 'Session') },
+      '/v1/sessions/{id}/resume': { parameters: [idParam], post: op('restore the machine where it stopped', {}, 'Session') },
+      '/v1/sessions/{id}/pause': { parameters: [idParam], post: op('freeze the machine in place', {}, 'Session') },
+      '/v1/sessions/{id}/guard/reset': { parameters: [idParam], post: op('reset the runaway breaker', {}, 'Session') },
+      '/v1/sessions/{id}/audit': { parameters: [idParam], get: op('audit records of the session', {}, 'AuditLog') },
+      '/v1/sessions/{id}/audit/verify': { parameters: [idParam], get: op('verify the hash chain', {}, 'AuditVerification') },
       '/v1/sessions/{id}/exec': {
         parameters: [idParam, { name: 'stream', in: 'query', schema: { type: 'boolean' } }],
         post: op('run a command; with stream=true the answer is NDJSON lines {type: stdout|stderr (base64 data) | outcome | error}', {
@@ -76,16 +86,36 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/sessions/{id}/tools/{tool}': {
         parameters: [idParam, { name: 'tool', in: 'path', required: true, schema: { type: 'string', enum: Object.keys(TOOL_SCHEMAS) } }],
-        post: op('run any tool through the airlock', { responses: { '200': { description: 'completed' }, '202': { description: 'held for approval' }, '4XX': errorResponse, '5XX': errorResponse } }),
+        post: op('run any tool through the airlock', { responses: { '200': { description: 'completed', ...json(ref('ToolCallOutcome')) }, '202': { description: 'held for approval', ...json(ref('ToolCallOutcome')) }, '4XX': errorResponse, '5XX': errorResponse } }),
       },
       '/v1/tenants/{tenant}/usage': { parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }], get: op('meters summed over the sessions of a tenant') },
-      '/v1/approvals': { get: op('list approvals (state=pending for open ones)') },
+      '/v1/approvals': { get: op('list approvals (state=pending for open ones)', {}, 'ApprovalList') },
       '/v1/approvals/events': { get: op('server-sent events: approval.requested, approval.decided') },
-      '/v1/approvals/{id}': { parameters: [idParam], get: op('get an approval; waitSeconds long-polls for its outcome') },
-      '/v1/approvals/{id}/approve': { parameters: [idParam], post: op('approve: the call runs once') },
-      '/v1/approvals/{id}/deny': { parameters: [idParam], post: op('deny: the call never runs') },
-      '/v1/images': { get: op('list images') },
-      '/v1/images/{name}': { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], get: op('get an image') },
+      '/v1/approvals/{id}': { parameters: [idParam], get: op('get an approval; waitSeconds long-polls for its outcome', {}, 'Approval') },
+      '/v1/approvals/{id}/approve': { parameters: [idParam], post: op('approve: the call runs once', {}, 'Approval') },
+      '/v1/approvals/{id}/deny': { parameters: [idParam], post: op('deny: the call never runs', {}, 'Approval') },
+      '/v1/images': { get: op('list images', {}, 'ImageList') },
+      '/v1/images/{name}': { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], get: op('get an image', {}, 'Image') },
+      '/v1/sessions/{id}/snapshots': {
+        parameters: [idParam],
+        post: op('snapshot memory, processes and disk of a running session at one instant; it keeps running', {
+          requestBody: json({ type: 'object', additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 128 } } }),
+          responses: { '201': { description: 'created' }, '4XX': errorResponse, '5XX': errorResponse },
+        }),
+      },
+      '/v1/sessions/{id}/fork': {
+        parameters: [idParam],
+        post: op('fork into count branches (from the session now, or from snapshotId); branches lists each new session or {index, sessionId, error}', {
+          requestBody: json({ type: 'object', required: ['count'], additionalProperties: false, properties: { count: { type: 'integer', minimum: 1 }, snapshotId: { type: 'string' } } }),
+          responses: { '201': { description: 'forked: { snapshot, branches }' }, '4XX': errorResponse, '5XX': errorResponse },
+        }),
+      },
+      '/v1/snapshots': {
+        get: op('list snapshots (sessionId to filter; all=true includes deleted ones)', {
+          parameters: [{ name: 'sessionId', in: 'query', schema: { type: 'string' } }, { name: 'all', in: 'query', schema: { type: 'boolean' } }],
+        }),
+      },
+      '/v1/snapshots/{id}': { parameters: [idParam], get: op('get a snapshot'), delete: op("delete a snapshot's bytes (the record stays)") },
     },
   };
 }

@@ -1,0 +1,133 @@
+/**
+ * Schemas of what the API answers. They feed the OpenAPI document, from
+ * which the SDK's types are generated (packages/sdk/src/generated); a test
+ * fails when the generated types drift from this file.
+ */
+import { z } from 'zod';
+
+const decision = z.object({
+  decision: z.enum(['allow', 'deny', 'ask']),
+  policyIds: z.array(z.string()),
+  reason: z.string(),
+  errors: z.array(z.string()),
+  enforced: z.boolean(),
+});
+
+const timing = z.object({ queuedMs: z.number(), resumeMs: z.number(), startMs: z.number(), runMs: z.number(), totalMs: z.number() });
+
+const errorValue = z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) });
+
+const toolCallOutcome = z.discriminatedUnion('status', [
+  z.object({ status: z.literal('completed'), callId: z.string(), tool: z.string(), result: z.record(z.string(), z.unknown()), decision, timing }),
+  z.object({ status: z.literal('refused'), callId: z.string(), tool: z.string(), error: errorValue, decision: decision.nullable() }),
+  z.object({ status: z.literal('pending-approval'), callId: z.string(), tool: z.string(), approvalId: z.string(), decision }),
+]);
+
+const meters = z.object({
+  toolCalls: z.number(),
+  cpuSeconds: z.number(),
+  peakMemoryBytes: z.number(),
+  memoryByteSeconds: z.number(),
+  timeWeightedMemoryBytes: z.number(),
+  runningSeconds: z.number(),
+  pausedSeconds: z.number(),
+  suspendedSeconds: z.number(),
+  idleFractionUnpaid: z.number(),
+  diskBytes: z.number(),
+  snapshotBytes: z.number(),
+});
+
+const session = z.object({
+  id: z.string(),
+  state: z.enum(['creating', 'running', 'paused', 'suspended', 'terminated', 'failed']),
+  mode: z.enum(['machine', 'per-call']),
+  pendingOperation: z.string().nullable(),
+  image: z.object({ name: z.string(), digest: z.string() }),
+  tenant: z.string(),
+  principal: z.string(),
+  contractVersion: z.number(),
+  resources: z.object({ cpus: z.number(), memoryMb: z.number(), diskMb: z.number(), maxProcesses: z.number() }).catchall(z.unknown()),
+  sandboxId: z.string().nullable(),
+  snapshotId: z.string().nullable(),
+  lineage: z.object({ parentSessionId: z.string(), snapshotId: z.string(), branchIndex: z.number() }).nullable(),
+  failure: z.object({ code: z.string(), message: z.string() }).nullable(),
+  guard: z.object({ tripped: z.object({ callKey: z.string(), at: z.string(), count: z.number() }).nullable() }),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  stateSince: z.string(),
+  lastActivityAt: z.string(),
+  meters,
+}).catchall(z.unknown());
+
+const toolCall = z.object({ id: z.string(), sessionId: z.string(), tool: z.string(), arguments: z.record(z.string(), z.unknown()), receivedAt: z.string() });
+
+const approval = z.object({
+  id: z.string(),
+  sessionId: z.string(),
+  state: z.enum(['pending', 'approved', 'denied', 'expired', 'executed']),
+  call: toolCall,
+  policyIds: z.array(z.string()),
+  reason: z.string(),
+  createdAt: z.string(),
+  expiresAt: z.string(),
+  decidedAt: z.string().nullable(),
+  decidedBy: z.string().nullable(),
+  decisionReason: z.string().nullable(),
+  outcome: toolCallOutcome.optional(),
+});
+
+const auditRecord = z.object({
+  sessionId: z.string(),
+  seq: z.number(),
+  at: z.string(),
+  type: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  prevHash: z.string(),
+  hash: z.string(),
+});
+
+const auditVerification = z.object({
+  sessionId: z.string(),
+  ok: z.boolean(),
+  records: z.number(),
+  problem: z.object({ seq: z.number(), kind: z.string(), message: z.string() }).optional(),
+});
+
+const fileInfo = z.object({
+  name: z.string(),
+  path: z.string(),
+  type: z.enum(['file', 'directory', 'symlink', 'other']),
+  size: z.number(),
+  mode: z.string(),
+  modifiedAt: z.string(),
+  target: z.string().optional(),
+});
+
+const image = z.object({
+  name: z.string(),
+  digest: z.string(),
+  rootfsDir: z.string(),
+  source: z.enum(['debootstrap', 'oci-archive']),
+  sizeBytes: z.number(),
+  createdAt: z.string(),
+  env: z.record(z.string(), z.string()),
+}).catchall(z.unknown());
+
+/** Named response schemas, as they appear under components.schemas. */
+export const RESPONSE_SCHEMAS = {
+  PolicyDecision: decision,
+  CallTiming: timing,
+  ToolCallOutcome: toolCallOutcome,
+  SessionMeters: meters,
+  Session: session,
+  SessionList: z.object({ sessions: z.array(session) }),
+  ToolCall: toolCall,
+  Approval: approval,
+  ApprovalList: z.object({ approvals: z.array(approval) }),
+  AuditRecord: auditRecord,
+  AuditLog: z.object({ sessionId: z.string(), records: z.array(auditRecord) }),
+  AuditVerification: auditVerification,
+  FileInfo: fileInfo,
+  Image: image,
+  ImageList: z.object({ images: z.array(image) }),
+} as const;

@@ -1,0 +1,2063 @@
+/**
+ * Generated from the Airlock server's OpenAPI document by
+ * packages/runtime/scripts/generate-sdk-types.ts. Do not edit by hand:
+ * change the server's schemas and run `npm run generate:sdk-types`.
+ */
+/* eslint-disable */
+export interface paths {
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** liveness */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** this document */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** list approvals (state=pending for open ones) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ApprovalList"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** get an approval; waitSeconds long-polls for its outcome */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Approval"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** approve: the call runs once */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Approval"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals/{id}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** deny: the call never runs */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Approval"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** server-sent events: approval.requested, approval.decided */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** list images */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ImageList"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/images/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        /** get an image */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Image"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** list sessions */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SessionList"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** create a session and start its machine */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["CreateSession"];
+                };
+            };
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Session"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** get a session with its meters */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Session"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** terminate: destroy machine, disk and memory images */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Session"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** audit records of the session */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AuditLog"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/audit/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** verify the hash chain */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AuditVerification"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/exec": {
+        parameters: {
+            query?: {
+                stream?: boolean;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** run a command; with stream=true the answer is NDJSON lines {type: stdout|stderr (base64 data) | outcome | error} */
+        post: {
+            parameters: {
+                query?: {
+                    stream?: boolean;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["exec_arguments"];
+                };
+            };
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description completed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description held for approval */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** fork into count branches (from the session now, or from snapshotId); branches lists each new session or {index, sessionId, error} */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        count: number;
+                        snapshotId?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description forked: { snapshot, branches } */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/guard/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** reset the runaway breaker */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Session"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** freeze the machine in place */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Session"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** restore the machine where it stopped */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Session"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** snapshot memory, processes and disk of a running session at one instant; it keeps running */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        name?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** checkpoint memory and processes, stop the machine */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Session"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/tools/{tool}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                tool: "exec" | "files.read" | "files.write" | "files.edit" | "files.list" | "files.stat" | "files.remove" | "files.mkdir";
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** run any tool through the airlock */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    tool: "exec" | "files.read" | "files.write" | "files.edit" | "files.list" | "files.stat" | "files.remove" | "files.mkdir";
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description completed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ToolCallOutcome"];
+                    };
+                };
+                /** @description held for approval */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ToolCallOutcome"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** list snapshots (sessionId to filter; all=true includes deleted ones) */
+        get: {
+            parameters: {
+                query?: {
+                    all?: boolean;
+                    sessionId?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/snapshots/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** get a snapshot */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** delete a snapshot's bytes (the record stays) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        /** meters summed over the sessions of a tenant */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tenant: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        Approval: {
+            call: {
+                arguments: {
+                    [key: string]: unknown;
+                };
+                id: string;
+                receivedAt: string;
+                sessionId: string;
+                tool: string;
+            };
+            createdAt: string;
+            decidedAt: string | null;
+            decidedBy: string | null;
+            decisionReason: string | null;
+            expiresAt: string;
+            id: string;
+            outcome?: {
+                callId: string;
+                decision: {
+                    /** @enum {string} */
+                    decision: "allow" | "deny" | "ask";
+                    enforced: boolean;
+                    errors: string[];
+                    policyIds: string[];
+                    reason: string;
+                };
+                result: {
+                    [key: string]: unknown;
+                };
+                /** @constant */
+                status: "completed";
+                timing: {
+                    queuedMs: number;
+                    resumeMs: number;
+                    runMs: number;
+                    startMs: number;
+                    totalMs: number;
+                };
+                tool: string;
+            } | {
+                callId: string;
+                decision: {
+                    /** @enum {string} */
+                    decision: "allow" | "deny" | "ask";
+                    enforced: boolean;
+                    errors: string[];
+                    policyIds: string[];
+                    reason: string;
+                } | null;
+                error: {
+                    code: string;
+                    details: {
+                        [key: string]: unknown;
+                    };
+                    message: string;
+                };
+                /** @constant */
+                status: "refused";
+                tool: string;
+            } | {
+                approvalId: string;
+                callId: string;
+                decision: {
+                    /** @enum {string} */
+                    decision: "allow" | "deny" | "ask";
+                    enforced: boolean;
+                    errors: string[];
+                    policyIds: string[];
+                    reason: string;
+                };
+                /** @constant */
+                status: "pending-approval";
+                tool: string;
+            };
+            policyIds: string[];
+            reason: string;
+            sessionId: string;
+            /** @enum {string} */
+            state: "pending" | "approved" | "denied" | "expired" | "executed";
+        };
+        ApprovalList: {
+            approvals: {
+                call: {
+                    arguments: {
+                        [key: string]: unknown;
+                    };
+                    id: string;
+                    receivedAt: string;
+                    sessionId: string;
+                    tool: string;
+                };
+                createdAt: string;
+                decidedAt: string | null;
+                decidedBy: string | null;
+                decisionReason: string | null;
+                expiresAt: string;
+                id: string;
+                outcome?: {
+                    callId: string;
+                    decision: {
+                        /** @enum {string} */
+                        decision: "allow" | "deny" | "ask";
+                        enforced: boolean;
+                        errors: string[];
+                        policyIds: string[];
+                        reason: string;
+                    };
+                    result: {
+                        [key: string]: unknown;
+                    };
+                    /** @constant */
+                    status: "completed";
+                    timing: {
+                        queuedMs: number;
+                        resumeMs: number;
+                        runMs: number;
+                        startMs: number;
+                        totalMs: number;
+                    };
+                    tool: string;
+                } | {
+                    callId: string;
+                    decision: {
+                        /** @enum {string} */
+                        decision: "allow" | "deny" | "ask";
+                        enforced: boolean;
+                        errors: string[];
+                        policyIds: string[];
+                        reason: string;
+                    } | null;
+                    error: {
+                        code: string;
+                        details: {
+                            [key: string]: unknown;
+                        };
+                        message: string;
+                    };
+                    /** @constant */
+                    status: "refused";
+                    tool: string;
+                } | {
+                    approvalId: string;
+                    callId: string;
+                    decision: {
+                        /** @enum {string} */
+                        decision: "allow" | "deny" | "ask";
+                        enforced: boolean;
+                        errors: string[];
+                        policyIds: string[];
+                        reason: string;
+                    };
+                    /** @constant */
+                    status: "pending-approval";
+                    tool: string;
+                };
+                policyIds: string[];
+                reason: string;
+                sessionId: string;
+                /** @enum {string} */
+                state: "pending" | "approved" | "denied" | "expired" | "executed";
+            }[];
+        };
+        AuditLog: {
+            records: {
+                at: string;
+                data: {
+                    [key: string]: unknown;
+                };
+                hash: string;
+                prevHash: string;
+                seq: number;
+                sessionId: string;
+                type: string;
+            }[];
+            sessionId: string;
+        };
+        AuditRecord: {
+            at: string;
+            data: {
+                [key: string]: unknown;
+            };
+            hash: string;
+            prevHash: string;
+            seq: number;
+            sessionId: string;
+            type: string;
+        };
+        AuditVerification: {
+            ok: boolean;
+            problem?: {
+                kind: string;
+                message: string;
+                seq: number;
+            };
+            records: number;
+            sessionId: string;
+        };
+        CallTiming: {
+            queuedMs: number;
+            resumeMs: number;
+            runMs: number;
+            startMs: number;
+            totalMs: number;
+        };
+        CreateSession: {
+            /** @description session contract (object, or JSON/YAML text) */
+            contract?: unknown;
+            idleTimeoutSeconds?: number;
+            image?: string;
+            /** @enum {string} */
+            mode?: "machine" | "per-call";
+        };
+        Error: {
+            error: {
+                /** @enum {string} */
+                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "POLICY_DENIED" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "DISK_FULL" | "PORT_UNREACHABLE" | "DRIVER_UNAVAILABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "AUDIT_UNAVAILABLE" | "INTERNAL";
+                details?: Record<string, never>;
+                message: string;
+            };
+        };
+        exec_arguments: {
+            argv?: string[];
+            command?: string;
+            /** @default /workspace */
+            cwd: string;
+            /** @default false */
+            detach: boolean;
+            /** @default {} */
+            env: {
+                [key: string]: string;
+            };
+            /** @default false */
+            ephemeral: boolean;
+            stdin?: string;
+            /**
+             * @default utf8
+             * @enum {string}
+             */
+            stdinEncoding: "utf8" | "base64";
+            /** @default 120000 */
+            timeoutMs: number;
+        };
+        FileInfo: {
+            mode: string;
+            modifiedAt: string;
+            name: string;
+            path: string;
+            size: number;
+            target?: string;
+            /** @enum {string} */
+            type: "file" | "directory" | "symlink" | "other";
+        };
+        files_edit_arguments: {
+            newString: string;
+            oldString: string;
+            path: string;
+            /** @default false */
+            replaceAll: boolean;
+        };
+        files_list_arguments: {
+            /** @default /workspace */
+            path: string;
+        };
+        files_mkdir_arguments: {
+            path: string;
+        };
+        files_read_arguments: {
+            /**
+             * @default utf8
+             * @enum {string}
+             */
+            encoding: "utf8" | "base64";
+            /** @default 10485760 */
+            maxBytes: number;
+            path: string;
+        };
+        files_remove_arguments: {
+            path: string;
+            /** @default false */
+            recursive: boolean;
+        };
+        files_stat_arguments: {
+            path: string;
+        };
+        files_write_arguments: {
+            content: string;
+            /** @default true */
+            createParents: boolean;
+            /**
+             * @default utf8
+             * @enum {string}
+             */
+            encoding: "utf8" | "base64";
+            path: string;
+        };
+        Image: {
+            createdAt: string;
+            digest: string;
+            env: {
+                [key: string]: string;
+            };
+            name: string;
+            rootfsDir: string;
+            sizeBytes: number;
+            /** @enum {string} */
+            source: "debootstrap" | "oci-archive";
+        } & {
+            [key: string]: unknown;
+        };
+        ImageList: {
+            images: ({
+                createdAt: string;
+                digest: string;
+                env: {
+                    [key: string]: string;
+                };
+                name: string;
+                rootfsDir: string;
+                sizeBytes: number;
+                /** @enum {string} */
+                source: "debootstrap" | "oci-archive";
+            } & {
+                [key: string]: unknown;
+            })[];
+        };
+        PolicyDecision: {
+            /** @enum {string} */
+            decision: "allow" | "deny" | "ask";
+            enforced: boolean;
+            errors: string[];
+            policyIds: string[];
+            reason: string;
+        };
+        Session: {
+            contractVersion: number;
+            createdAt: string;
+            failure: {
+                code: string;
+                message: string;
+            } | null;
+            guard: {
+                tripped: {
+                    at: string;
+                    callKey: string;
+                    count: number;
+                } | null;
+            };
+            id: string;
+            image: {
+                digest: string;
+                name: string;
+            };
+            lastActivityAt: string;
+            lineage: {
+                branchIndex: number;
+                parentSessionId: string;
+                snapshotId: string;
+            } | null;
+            meters: {
+                cpuSeconds: number;
+                diskBytes: number;
+                idleFractionUnpaid: number;
+                memoryByteSeconds: number;
+                pausedSeconds: number;
+                peakMemoryBytes: number;
+                runningSeconds: number;
+                snapshotBytes: number;
+                suspendedSeconds: number;
+                timeWeightedMemoryBytes: number;
+                toolCalls: number;
+            };
+            /** @enum {string} */
+            mode: "machine" | "per-call";
+            pendingOperation: string | null;
+            principal: string;
+            resources: {
+                cpus: number;
+                diskMb: number;
+                maxProcesses: number;
+                memoryMb: number;
+            } & {
+                [key: string]: unknown;
+            };
+            sandboxId: string | null;
+            snapshotId: string | null;
+            /** @enum {string} */
+            state: "creating" | "running" | "paused" | "suspended" | "terminated" | "failed";
+            stateSince: string;
+            tenant: string;
+            updatedAt: string;
+        } & {
+            [key: string]: unknown;
+        };
+        SessionList: {
+            sessions: ({
+                contractVersion: number;
+                createdAt: string;
+                failure: {
+                    code: string;
+                    message: string;
+                } | null;
+                guard: {
+                    tripped: {
+                        at: string;
+                        callKey: string;
+                        count: number;
+                    } | null;
+                };
+                id: string;
+                image: {
+                    digest: string;
+                    name: string;
+                };
+                lastActivityAt: string;
+                lineage: {
+                    branchIndex: number;
+                    parentSessionId: string;
+                    snapshotId: string;
+                } | null;
+                meters: {
+                    cpuSeconds: number;
+                    diskBytes: number;
+                    idleFractionUnpaid: number;
+                    memoryByteSeconds: number;
+                    pausedSeconds: number;
+                    peakMemoryBytes: number;
+                    runningSeconds: number;
+                    snapshotBytes: number;
+                    suspendedSeconds: number;
+                    timeWeightedMemoryBytes: number;
+                    toolCalls: number;
+                };
+                /** @enum {string} */
+                mode: "machine" | "per-call";
+                pendingOperation: string | null;
+                principal: string;
+                resources: {
+                    cpus: number;
+                    diskMb: number;
+                    maxProcesses: number;
+                    memoryMb: number;
+                } & {
+                    [key: string]: unknown;
+                };
+                sandboxId: string | null;
+                snapshotId: string | null;
+                /** @enum {string} */
+                state: "creating" | "running" | "paused" | "suspended" | "terminated" | "failed";
+                stateSince: string;
+                tenant: string;
+                updatedAt: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+        };
+        SessionMeters: {
+            cpuSeconds: number;
+            diskBytes: number;
+            idleFractionUnpaid: number;
+            memoryByteSeconds: number;
+            pausedSeconds: number;
+            peakMemoryBytes: number;
+            runningSeconds: number;
+            snapshotBytes: number;
+            suspendedSeconds: number;
+            timeWeightedMemoryBytes: number;
+            toolCalls: number;
+        };
+        ToolCall: {
+            arguments: {
+                [key: string]: unknown;
+            };
+            id: string;
+            receivedAt: string;
+            sessionId: string;
+            tool: string;
+        };
+        ToolCallOutcome: {
+            callId: string;
+            decision: {
+                /** @enum {string} */
+                decision: "allow" | "deny" | "ask";
+                enforced: boolean;
+                errors: string[];
+                policyIds: string[];
+                reason: string;
+            };
+            result: {
+                [key: string]: unknown;
+            };
+            /** @constant */
+            status: "completed";
+            timing: {
+                queuedMs: number;
+                resumeMs: number;
+                runMs: number;
+                startMs: number;
+                totalMs: number;
+            };
+            tool: string;
+        } | {
+            callId: string;
+            decision: {
+                /** @enum {string} */
+                decision: "allow" | "deny" | "ask";
+                enforced: boolean;
+                errors: string[];
+                policyIds: string[];
+                reason: string;
+            } | null;
+            error: {
+                code: string;
+                details: {
+                    [key: string]: unknown;
+                };
+                message: string;
+            };
+            /** @constant */
+            status: "refused";
+            tool: string;
+        } | {
+            approvalId: string;
+            callId: string;
+            decision: {
+                /** @enum {string} */
+                decision: "allow" | "deny" | "ask";
+                enforced: boolean;
+                errors: string[];
+                policyIds: string[];
+                reason: string;
+            };
+            /** @constant */
+            status: "pending-approval";
+            tool: string;
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export type operations = Record<string, never>;
