@@ -22,9 +22,14 @@ let imageReady: Promise<void> | undefined;
 export function ensureTestImage(): Promise<void> {
   imageReady ??= (async () => {
     process.env['AIRLOCK_IMAGES_DIR'] = TEST_IMAGES_DIR;
-    const catalog = openImageCatalog(openDataDir(mkdtempSync('/var/tmp/airlock-image-probe-')));
-    const existing = await catalog.list();
-    if (!existing.some((image) => image.name === 'debian-bookworm')) await catalog.buildDebian({});
+    const probeDir = mkdtempSync('/var/tmp/airlock-image-probe-');
+    try {
+      const catalog = openImageCatalog(openDataDir(probeDir));
+      const existing = await catalog.list();
+      if (!existing.some((image) => image.name === 'debian-bookworm')) await catalog.buildDebian({});
+    } finally {
+      rmSync(probeDir, { recursive: true, force: true });
+    }
   })();
   return imageReady;
 }
