@@ -15,9 +15,14 @@ import { reconcileSessions, type ReconcileReport } from './core/session-reconcil
 import { ApprovalService } from './core/approval-service.js';
 import { ToolPipeline } from './core/tool-pipeline.js';
 import { ToolExecutor } from './core/tool-executor.js';
+import { SnapshotService } from './core/snapshot-service.js';
+import { ForkService, DEFAULT_MAX_FORK_BRANCHES } from './core/fork-service.js';
+import { IdleSleeper } from './core/idle-sleeper.js';
+import { SessionPorts } from './core/session-ports.js';
+import { SessionResizer } from './core/session-resizer.js';
 import { ContractAuthorizer } from './policy/contract-authorizer.js';
 import { analyzeCommand } from './policy/shell-analysis.js';
-import { parseContract, DEFAULT_CONTRACT } from './policy/session-contract.js';
+import { parseContract, parseContractText, DEFAULT_CONTRACT } from './policy/session-contract.js';
 import { buildHttpServer } from './api/http-server.js';
 import type { AirlockServices } from './api/airlock-services.js';
 import type { SandboxDriver } from './core/sandbox-driver.js';
@@ -40,6 +45,10 @@ export interface ServeOptions {
   driver?: SandboxDriver;
   disks?: SessionDisks;
   images?: ImageCatalog;
+  /** largest fork; default $AIRLOCK_MAX_FORK_BRANCHES, else 64 */
+  maxForkBranches?: number;
+  /** how often the idle sleeper looks for machines to pause or suspend; default 250 ms */
+  idleTickMs?: number;
 }
 
 /** A control plane that is listening. */
@@ -88,13 +97,30 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   const reconciled = await reconcileSessions({ store, driver, disks, artifacts, sessions });
   approvals.resumeAfterRestart();
+  const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions });
+  const forks = new ForkService({
+    store, driver, disks, images, artifacts, sessions, snapshots, hooks: sessions.hooks,
+    maxBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
+  });
+  const retention = snapshots.startRetentionSweeper(60_000, (error) => process.stderr.write(`airlock: snapshot retention sweep failed: ${error instanceof Error ? error.message : String(error)}\n`));
+  // A short tick: the pause depth is meant to follow idleness within a fraction of a second.
+  const sleeper = new IdleSleeper(sessions, {
+    tickMs: options.idleTickMs ?? 250,
+    onError: (sessionId, error) => process.stderr.write(`airlock: idle sleep of ${sessionId} failed: ${error instanceof Error ? error.message : String(error)}\n`),
+  });
+  sleeper.start();
   const services: AirlockServices = {
     sessions,
+    snapshots,
+    forks,
+    ports: new SessionPorts(sessions, driver),
+    resizer: new SessionResizer(sessions, driver),
     pipeline,
     approvals,
     store,
     images,
-    parseContract: (input) => parseContract(input),
+    // No baseDir: a contract sent over the API can never make the server read its own files.
+    parseContract: (input) => (typeof input === 'string' ? parseContractText(input, 'auto') : parseContract(input)),
     defaultContract: () => DEFAULT_CONTRACT,
   };
   const http = buildHttpServer(services, { token, version: AIRLOCK_VERSION, logger: options.logger ?? false });
@@ -111,6 +137,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     reconciled,
     http,
     async close() {
+      retention.stop();
+      await sleeper.stop();
       await http.close();
       await approvals.drain();
       store.close();
