@@ -5,6 +5,7 @@ import { registerSessionCommands } from './session-commands.js';
 import { registerExecCommand } from './exec-command.js';
 import { registerFilesCommands } from './files-commands.js';
 import { registerApprovalCommands } from './approval-commands.js';
+import { registerMcpCommand } from './mcp-command.js';
 import { EXIT_USAGE, reportError } from './output.js';
 
 const program = new Command('airlock')
@@ -17,6 +18,7 @@ registerSessionCommands(program);
 registerExecCommand(program);
 registerFilesCommands(program);
 registerApprovalCommands(program);
+registerMcpCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -21,7 +21,9 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRouteOptions
   let endpoint: Promise<McpHttpEndpoint> | undefined;
   // Loaded on first use so that a server nobody reaches over MCP never loads the MCP SDK.
   const load = () =>
-    (endpoint ??= import('@airlock/mcp').then(({ McpHttpEndpoint }) => new McpHttpEndpoint({ connection: () => ({ url: loopbackUrl(app), token: options.token, retries: 1 }) })));
+    (endpoint ??= import('@airlock/mcp').then(
+      ({ McpHttpEndpoint, loopbackFetch }) => new McpHttpEndpoint({ connection: () => ({ url: loopbackUrl(app), token: options.token, retries: 1, fetch: loopbackFetch }) }),
+    ));
 
   const serve = async (request: FastifyRequest, reply: FastifyReply, sessionId: string | undefined) => {
     const mcp = await load();

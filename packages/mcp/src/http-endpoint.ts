@@ -1,0 +1,152 @@
+/**
+ * MCP over streamable HTTP, for any Node HTTP server (the Airlock server
+ * mounts it at /mcp). Each MCP session (the `mcp-session-id` the SDK
+ * transport hands out) is bound to one Airlock session, chosen by the caller
+ * at initialize or created for it; a created one is terminated when the MCP
+ * session ends (DELETE, idle expiry, shutdown). A POST whose connection
+ * drops aborts the tool calls it carried, so their commands are killed.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest, isJSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { AirlockApiError, type ConnectionOptions } from '@airlock/sdk';
+import { AirlockMcpServer } from './airlock-mcp-server.js';
+import { leaseSession, type SessionLease } from './session-lease.js';
+
+/** Options of the HTTP endpoint. */
+export interface McpHttpEndpointOptions {
+  /** how the endpoint's MCP servers reach the Airlock API (asked at each new MCP session) */
+  connection: () => ConnectionOptions;
+  /** when the client cannot confirm, how long a held call waits before returning pending (ms) */
+  approvalWaitMs?: number;
+  /** MCP sessions with no request for this long are closed (default 1 h) */
+  idleTimeoutMs?: number;
+}
+
+interface McpSession {
+  lease: SessionLease;
+  mcp: AirlockMcpServer;
+  transport: StreamableHTTPServerTransport;
+  openRequests: number;
+  lastUsed: number;
+  ended: boolean;
+}
+
+/** Serves MCP sessions over streamable HTTP. */
+export class McpHttpEndpoint {
+  private readonly sessions = new Map<string, McpSession>();
+  private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly options: McpHttpEndpointOptions) {
+    const idleMs = options.idleTimeoutMs ?? 3600_000;
+    this.sweeper = setInterval(() => this.closeIdle(idleMs), Math.min(60_000, idleMs)).unref();
+  }
+
+  /**
+   * Handles one HTTP request to the endpoint. `airlockSessionId` is the
+   * session the caller asked for (path, query or header); without it, a new
+   * session is created at initialize.
+   */
+  async handle(request: IncomingMessage, response: ServerResponse, body: unknown, airlockSessionId: string | undefined): Promise<void> {
+    const header = request.headers['mcp-session-id'];
+    const mcpSessionId = Array.isArray(header) ? header[0] : header;
+    let session: McpSession | undefined;
+    if (mcpSessionId !== undefined) {
+      session = this.sessions.get(mcpSessionId);
+      if (!session) return sendError(response, 404, -32001, `MCP session ${mcpSessionId} not found (it ended or the server restarted); initialize a new one`);
+      if (airlockSessionId !== undefined && airlockSessionId !== session.lease.sessionId) {
+        return sendError(response, 400, -32600, `this MCP session serves Airlock session ${session.lease.sessionId}, not ${airlockSessionId}`);
+      }
+    } else {
+      if (request.method !== 'POST' || !isInitializeRequest(body)) {
+        return sendError(response, 400, -32600, 'no mcp-session-id header: start with an initialize request');
+      }
+      if (this.closed) return sendError(response, 503, -32000, 'the server is shutting down');
+      try {
+        session = await this.open(airlockSessionId);
+      } catch (error) {
+        const status = error instanceof AirlockApiError ? error.status : 502;
+        const code = error instanceof AirlockApiError ? error.code : 'INTERNAL';
+        return sendError(response, status, -32000, `${code}: ${error instanceof Error ? error.message : String(error)}`, { code });
+      }
+    }
+    const current = session;
+    current.openRequests += 1;
+    current.lastUsed = Date.now();
+    const requestIds = jsonRpcRequestIds(body);
+    response.once('close', () => {
+      current.openRequests -= 1;
+      current.lastUsed = Date.now();
+      // The client went away before its answers: stop what those requests started.
+      if (!response.writableFinished && requestIds.length > 0) current.mcp.abortRequests(requestIds);
+    });
+    await current.transport.handleRequest(request, response, body);
+    // An initialize the transport refused leaves a session nobody can reach.
+    if (mcpSessionId === undefined && current.transport.sessionId === undefined) await this.end(current);
+  }
+
+  /**
+   * Closes every MCP session and aborts its calls in flight. Airlock sessions
+   * created for them are terminated unless `keepSessions` (a server shutting
+   * down keeps them: it can no longer take the API calls, and a restart must
+   * not destroy the agents' machines).
+   */
+  async close(options: { keepSessions?: boolean } = {}): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    await Promise.allSettled([...this.sessions.values()].map((session) => this.end(session, !options.keepSessions)));
+  }
+
+  private async open(airlockSessionId: string | undefined): Promise<McpSession> {
+    const lease = await leaseSession(this.options.connection(), airlockSessionId === undefined ? {} : { sessionId: airlockSessionId });
+    const mcp = new AirlockMcpServer({ calls: lease.calls, ...(this.options.approvalWaitMs === undefined ? {} : { approvalWaitMs: this.options.approvalWaitMs }) });
+    const session: McpSession = {
+      lease,
+      mcp,
+      transport: new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          this.sessions.set(id, session);
+        },
+      }),
+      openRequests: 0,
+      lastUsed: Date.now(),
+      ended: false,
+    };
+    // Set before connect: the SDK chains its own close handling after ours.
+    session.transport.onclose = () => {
+      void this.end(session);
+    };
+    await mcp.server.connect(session.transport);
+    return session;
+  }
+
+  private async end(session: McpSession, release = true): Promise<void> {
+    // Closing the server closes the transport, whose onclose calls end again.
+    if (session.ended) return;
+    session.ended = true;
+    const id = session.transport.sessionId;
+    if (id !== undefined) this.sessions.delete(id);
+    await session.mcp.close().catch(() => undefined);
+    if (release) await session.lease.release().catch(() => undefined);
+  }
+
+  private closeIdle(idleMs: number): void {
+    const now = Date.now();
+    for (const session of this.sessions.values()) {
+      if (session.openRequests === 0 && now - session.lastUsed > idleMs) void this.end(session);
+    }
+  }
+}
+
+function jsonRpcRequestIds(body: unknown): RequestId[] {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.filter((message) => isJSONRPCRequest(message)).map((message) => message.id);
+}
+
+function sendError(response: ServerResponse, status: number, code: number, message: string, data?: Record<string, unknown>): void {
+  response.writeHead(status, { 'content-type': 'application/json' });
+  response.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message, ...(data ? { data } : {}) } }));
+}

@@ -1,0 +1,95 @@
+/**
+ * Tool calls on one Airlock session, through the SDK's connection. Every call
+ * returns at once with its outcome, including `pending-approval`: the MCP
+ * layer decides how to wait (elicitation, or a pending result), and every
+ * request carries the caller's abort signal so that a client that goes away
+ * takes its command down with it (the server kills a command whose request
+ * was aborted).
+ */
+import { AirlockApiError, type ApprovalInfo, type Connection, type ToolCallOutcome } from '@airlock/sdk';
+
+/** A refusal or failure answered by the server, as a value. */
+export interface CallRefusal {
+  status: 'refused';
+  code: string;
+  message: string;
+  decision: { policyIds?: string[]; reason?: string } | null;
+}
+
+/** What a submitted call came to. */
+export type CallOutcome = Extract<ToolCallOutcome, { status: 'completed' | 'pending-approval' }> | CallRefusal;
+
+/** Tool calls and approvals of one session. */
+export class SessionCalls {
+  constructor(
+    private readonly connection: Connection,
+    /** the session the calls run on */
+    readonly sessionId: string,
+  ) {}
+
+  /** Submits a call without waiting for a human; refusals come back as values, transport failures throw. */
+  async submit(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<CallOutcome> {
+    try {
+      const response = await this.connection.send('POST', `/v1/sessions/${encodeURIComponent(this.sessionId)}/tools/${tool}`, args, signal ? { signal } : {});
+      return fromOutcome((await response.json()) as ToolCallOutcome);
+    } catch (error) {
+      if (error instanceof AirlockApiError && error.status < 500) return refusalOf(error);
+      throw error;
+    }
+  }
+
+  /** One approval. */
+  async approval(id: string, options: { waitSeconds?: number; signal?: AbortSignal } = {}): Promise<ApprovalInfo> {
+    const wait = options.waitSeconds ? `?waitSeconds=${Math.ceil(options.waitSeconds)}` : '';
+    const init = options.signal ? { signal: options.signal } : {};
+    return (await this.connection.json<ApprovalInfo>('GET', `/v1/approvals/${encodeURIComponent(id)}${wait}`, undefined, init)).body;
+  }
+
+  /** Approves or denies; a decision someone else already made is not an error here (the outcome tells). */
+  async decide(id: string, verdict: 'approve' | 'deny', by: string, reason?: string): Promise<void> {
+    try {
+      await this.connection.json('POST', `/v1/approvals/${encodeURIComponent(id)}/${verdict}`, { by, ...(reason ? { reason } : {}) });
+    } catch (error) {
+      if (error instanceof AirlockApiError && error.code === 'APPROVAL_ALREADY_DECIDED') return;
+      throw error;
+    }
+  }
+
+  /**
+   * Waits until the approval's call ran or was refused, or `timeoutMs` passed
+   * (then the outcome is still `pending-approval`), or `signal` aborted (throws).
+   */
+  async awaitOutcome(id: string, timeoutMs: number, signal?: AbortSignal): Promise<CallOutcome> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const left = (deadline - Date.now()) / 1000;
+      const approval = await this.approval(id, { waitSeconds: Math.max(0, Math.min(30, left)), ...(signal ? { signal } : {}) });
+      if (approval.state === 'denied') {
+        return { status: 'refused', code: 'APPROVAL_DENIED', message: `a human denied this call${approval.decisionReason ? `: ${approval.decisionReason}` : ''}`, decision: { policyIds: approval.policyIds, reason: approval.reason } };
+      }
+      if (approval.state === 'expired') {
+        return { status: 'refused', code: 'APPROVAL_EXPIRED', message: 'nobody approved this call in time; submit it again', decision: { policyIds: approval.policyIds, reason: approval.reason } };
+      }
+      if (approval.state === 'executed' && approval.outcome) return fromOutcome(approval.outcome);
+      if (Date.now() >= deadline) {
+        return {
+          status: 'pending-approval',
+          callId: approval.call.id,
+          tool: approval.call.tool,
+          approvalId: id,
+          decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true },
+        };
+      }
+    }
+  }
+}
+
+function fromOutcome(outcome: ToolCallOutcome): CallOutcome {
+  if (outcome.status !== 'refused') return outcome;
+  return { status: 'refused', code: outcome.error.code, message: outcome.error.message, decision: outcome.decision };
+}
+
+function refusalOf(error: AirlockApiError): CallRefusal {
+  const decision = error.details['decision'] as CallRefusal['decision'] | undefined;
+  return { status: 'refused', code: error.code, message: error.message, decision: decision ?? null };
+}

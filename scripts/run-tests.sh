@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs every compiled test file: unit tests first, then the ones against the
+# real gVisor driver, server and CLI. One `node --test` run, so one summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mapfile -t unit < <(find packages/*/dist/test -path '*/unit/*' -name '*.test.js' | sort)
+mapfile -t real < <(find packages/*/dist/test -name '*.test.js' -not -path '*/unit/*' | sort)
+exec node --test --test-concurrency=1 "${unit[@]}" "${real[@]}"
