@@ -21,6 +21,8 @@ import { ToolExecutor, type CallTiming, type ExecutionStreams } from './tool-exe
 import type { ApprovalService } from './approval-service.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
+import type { TraceContext, ToolCallSpan, Tracer } from './tracer.js';
+import { randomBytes } from 'node:crypto';
 
 /** Result of static analysis of a shell command (see policy/shell-analysis). */
 export interface CommandAnalysis {
@@ -33,6 +35,8 @@ export interface CommandAnalysis {
 export interface CallOptions extends ExecutionStreams {
   /** how long to wait for a human when policy asks (0: return the pending approval at once) */
   approvalWaitMs?: number;
+  /** the caller's trace, so the call's span joins it */
+  trace?: TraceContext;
 }
 
 /** The outcome of a tool call, as a value. */
@@ -50,6 +54,8 @@ export interface ToolPipelineDeps {
   executor: ToolExecutor;
   approvals: ApprovalService;
   clock?: Clock;
+  /** receives one span per call (optional) */
+  tracer?: Tracer;
 }
 
 /** Runs tool calls through the airlock. */
@@ -63,6 +69,20 @@ export class ToolPipeline {
 
   /** Submits one call. Throws only for failures and invalid input; refusals are values. */
   async submit(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions = {}): Promise<ToolCallOutcome> {
+    const tracer = this.deps.tracer;
+    if (!tracer) return this.run(sessionId, tool, rawArguments, options);
+    const started = Date.now();
+    try {
+      const outcome = await this.run(sessionId, tool, rawArguments, options);
+      tracer.record(toolCallSpan(sessionId, tool, options.trace, started, outcome));
+      return outcome;
+    } catch (error) {
+      tracer.record(toolCallSpan(sessionId, tool, options.trace, started, undefined, toAirlockError(error)));
+      throw error;
+    }
+  }
+
+  private async run(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions): Promise<ToolCallOutcome> {
     const receivedAt = this.clock.now();
     if (!(TOOL_NAMES as readonly string[]).includes(tool)) {
       throw new AirlockError('INVALID_ARGUMENTS', `unknown tool ${JSON.stringify(tool)}; tools are ${TOOL_NAMES.join(', ')}`, {
@@ -216,6 +236,41 @@ export class ToolPipeline {
       throw new AirlockError('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so the call does not run; check the data dir disk', { cause: error });
     }
   }
+}
+
+/** The span of one call, with OpenTelemetry GenAI attribute names. */
+function toolCallSpan(sessionId: string, tool: string, trace: TraceContext | undefined, startedMs: number, outcome?: ToolCallOutcome, failure?: AirlockError): ToolCallSpan {
+  const attributes: ToolCallSpan['attributes'] = {
+    'gen_ai.operation.name': 'execute_tool',
+    'gen_ai.tool.name': tool,
+    'gen_ai.tool.type': 'function',
+    'airlock.session.id': sessionId,
+  };
+  if (outcome) {
+    attributes['gen_ai.tool.call.id'] = outcome.callId;
+    attributes['airlock.call.status'] = outcome.status;
+    if (outcome.decision) {
+      attributes['airlock.decision'] = outcome.decision.decision;
+      attributes['airlock.policy_ids'] = outcome.decision.policyIds;
+      attributes['airlock.decision.enforced'] = outcome.decision.enforced;
+    }
+    if (outcome.status === 'completed' && typeof outcome.result['exitCode'] === 'number') attributes['airlock.exit_code'] = outcome.result['exitCode'];
+    if (outcome.status === 'refused') attributes['error.type'] = outcome.error.code;
+    if (outcome.status === 'pending-approval') attributes['airlock.approval.id'] = outcome.approvalId;
+  }
+  if (failure) attributes['error.type'] = failure.code;
+  const errored = failure !== undefined || outcome?.status === 'refused';
+  return {
+    traceId: trace?.traceId ?? randomBytes(16).toString('hex'),
+    spanId: randomBytes(8).toString('hex'),
+    ...(trace ? { parentSpanId: trace.parentSpanId } : {}),
+    name: `execute_tool ${tool}`,
+    startTimeMs: startedMs,
+    endTimeMs: Date.now(),
+    attributes,
+    status: errored ? 'error' : 'ok',
+    ...(failure ? { statusMessage: failure.message } : outcome?.status === 'refused' ? { statusMessage: outcome.error.message } : {}),
+  };
 }
 
 function decisionEvent(decision: PolicyDecision): string {

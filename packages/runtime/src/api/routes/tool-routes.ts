@@ -9,6 +9,7 @@ import type { AirlockServices } from '../airlock-services.js';
 import { AirlockError, ERROR_STATUS, type ErrorCode } from '../../core/errors.js';
 import type { ToolCallOutcome } from '../../core/tool-pipeline.js';
 import { translateError, errorBody } from '../http-errors.js';
+import { parseTraceparent } from '../../core/tracer.js';
 
 interface ToolQuery {
   approvalWaitSeconds?: string;
@@ -41,9 +42,11 @@ export function registerToolRoutes(app: FastifyInstance, services: AirlockServic
   app.post<{ Params: { id: string; tool: string }; Querystring: ToolQuery }>('/v1/sessions/:id/tools/:tool', async (request, reply) => {
     const body = objectBody(request.body);
     const abort = abortOnDisconnect(request.raw, reply.raw);
+    const trace = parseTraceparent(request.headers.traceparent as string | undefined);
     const outcome = await services.pipeline.submit(request.params.id, request.params.tool, withoutTransportFields(body), {
       approvalWaitMs: approvalWaitMs(request.query, body),
       signal: abort.signal,
+      ...(trace ? { trace } : {}),
     });
     return sendOutcome(reply, outcome);
   });
@@ -52,8 +55,9 @@ export function registerToolRoutes(app: FastifyInstance, services: AirlockServic
     const body = objectBody(request.body);
     const stream = body['stream'] === true || request.query.stream === 'true' || request.query.stream === '1';
     const abort = abortOnDisconnect(request.raw, reply.raw);
+    const trace = parseTraceparent(request.headers.traceparent as string | undefined);
     if (!stream) {
-      const outcome = await services.pipeline.submit(request.params.id, 'exec', withoutTransportFields(body), { approvalWaitMs: approvalWaitMs(request.query, body), signal: abort.signal });
+      const outcome = await services.pipeline.submit(request.params.id, 'exec', withoutTransportFields(body), { approvalWaitMs: approvalWaitMs(request.query, body), signal: abort.signal, ...(trace ? { trace } : {}) });
       return sendOutcome(reply, outcome);
     }
     // Stream: headers go out with the first output; a refusal before that is a normal error response.
@@ -72,6 +76,7 @@ export function registerToolRoutes(app: FastifyInstance, services: AirlockServic
       const outcome = await services.pipeline.submit(request.params.id, 'exec', withoutTransportFields(body), {
         approvalWaitMs: approvalWaitMs(request.query, body),
         signal: abort.signal,
+        ...(trace ? { trace } : {}),
         onStdout: (chunk) => line({ type: 'stdout', data: chunk.toString('base64') }),
         onStderr: (chunk) => line({ type: 'stderr', data: chunk.toString('base64') }),
       });
