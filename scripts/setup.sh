@@ -9,11 +9,12 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 # runsc 20240729 (overlay2 on a host dir, uncompressed checkpoints) is in bookworm-backports;
 # bookworm's own 2022 build lacks both.
 need_apt=0
-for tool in runsc debootstrap busybox nft ip mkfs.ext4; do command -v "$tool" >/dev/null 2>&1 || need_apt=1; done
+# nft, ip, unshare, nsenter and openssl: the egress gateway (per-session netns, firewall, session CAs).
+for tool in runsc debootstrap busybox nft ip mkfs.ext4 openssl unshare nsenter; do command -v "$tool" >/dev/null 2>&1 || need_apt=1; done
 [ -x /bin/busybox ] && file_is_static=$( (ldd /bin/busybox 2>&1 || true) | grep -c "not a dynamic" ) || file_is_static=0
 [ "$file_is_static" -ge 1 ] || need_apt=1
 if [ "$need_apt" -eq 1 ]; then
-  echo "setup: installing runsc (bookworm-backports), debootstrap, busybox-static, nftables, iproute2" >&2
+  echo "setup: installing runsc (bookworm-backports), debootstrap, busybox-static, nftables, iproute2, openssl" >&2
   if [ -f /etc/apt/sources.list.d/debian.sources ]; then
     if ! grep -q 'bookworm-backports' /etc/apt/sources.list.d/debian.sources; then
       as_root sed -i -E '0,/^Suites: bookworm( |$)/s//Suites: bookworm bookworm-backports\1/' /etc/apt/sources.list.d/debian.sources
@@ -24,9 +25,9 @@ if [ "$need_apt" -eq 1 ]; then
   fi
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap busybox-static nftables iproute2 e2fsprogs >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap busybox-static nftables iproute2 e2fsprogs openssl util-linux >/dev/null
 fi
-runsc --version | head -1 >&2
+runsc --version | sed -n 1p >&2
 
 if [ ! -d node_modules/better-sqlite3/build ] || [ ! -d node_modules/fastify ]; then
   echo "setup: npm install (builds better-sqlite3 from source, ~1-2 min)" >&2
