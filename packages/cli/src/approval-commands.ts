@@ -6,6 +6,7 @@ import { EXIT_FAILURE, printJson, printTable } from './output.js';
 
 function describeCall(call: { tool: string; arguments: Record<string, unknown> }): string {
   const args = call.arguments;
+  if (call.tool === 'net.connect') return `net.connect ${String(args['host'])}:${String(args['port'])}`;
   if (call.tool === 'exec') return `exec ${typeof args['command'] === 'string' ? args['command'] : JSON.stringify(args['argv'])}`;
   return `${call.tool} ${String(args['path'] ?? '')}`;
 }

@@ -13,9 +13,10 @@ export function registerExecCommand(program: Command): void {
     .option('--cwd <dir>', 'working directory (default /workspace)')
     .option('--env <name=value...>', 'environment variables')
     .option('--ephemeral', 'run in a fresh sandbox over the session disk')
+    .option('--detach', 'start a long-running process on the session machine; prints its pid and returns at once')
     .option('--no-wait', 'do not wait for a human when the policy asks; print the approval id and exit 126')
     .option('--stdin', 'pass this process\'s standard input to the command')
-    .action(async (id: string, command: string[], options: { timeout?: number; cwd?: string; env?: string[]; ephemeral?: boolean; wait: boolean; stdin?: boolean }) => {
+    .action(async (id: string, command: string[], options: { timeout?: number; cwd?: string; env?: string[]; ephemeral?: boolean; detach?: boolean; wait: boolean; stdin?: boolean }) => {
       if (options.timeout !== undefined && !(options.timeout > 0)) {
         process.stderr.write('airlock: --timeout takes a positive number of seconds\n');
         process.exitCode = EXIT_USAGE;
@@ -31,8 +32,22 @@ export function registerExecCommand(program: Command): void {
         }
         envs[pair.slice(0, at)] = pair.slice(at + 1);
       }
+      if (options.detach && (options.ephemeral || options.stdin || options.timeout !== undefined)) {
+        process.stderr.write('airlock: --detach cannot be combined with --ephemeral, --stdin or --timeout\n');
+        process.exitCode = EXIT_USAGE;
+        return;
+      }
       const stdin = options.stdin ? await readAll(process.stdin) : undefined;
       const sandbox = await Sandbox.connect(id, cliConnection());
+      if (options.detach) {
+        const started = await sandbox.commands.detach(command, {
+          ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+          ...(Object.keys(envs).length === 0 ? {} : { envs }),
+        });
+        process.stdout.write(`${started.pid}\n`);
+        process.stderr.write(`airlock: started pid ${started.pid}; its output goes to ${started.logPath} in the session\n`);
+        return;
+      }
       const abort = new AbortController();
       process.once('SIGINT', () => abort.abort());
       const result = await sandbox.commands.run(command, {

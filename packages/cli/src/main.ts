@@ -6,6 +6,9 @@ import { registerExecCommand } from './exec-command.js';
 import { registerFilesCommands } from './files-commands.js';
 import { registerApprovalCommands } from './approval-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
+import { registerMachineCommands } from './machine-commands.js';
+import { registerSnapshotCommands } from './snapshot-commands.js';
+import { registerEgressCommands } from './egress-commands.js';
 import { EXIT_USAGE, reportError } from './output.js';
 
 const program = new Command('airlock')
@@ -18,7 +21,10 @@ registerSessionCommands(program);
 registerExecCommand(program);
 registerFilesCommands(program);
 registerApprovalCommands(program);
+registerEgressCommands(program);
 registerMcpCommand(program);
+registerMachineCommands(program);
+registerSnapshotCommands(program);
 
 try {
   await program.parseAsync(process.argv);

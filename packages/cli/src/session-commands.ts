@@ -28,8 +28,22 @@ function printSession(session: SessionInfo, json: boolean): void {
     ['peak memory', `${((meters['peakMemoryBytes'] ?? 0) / 1048576).toFixed(1)} MiB`],
     ['running / paused / suspended', `${(meters['runningSeconds'] ?? 0).toFixed(1)} s / ${(meters['pausedSeconds'] ?? 0).toFixed(1)} s / ${(meters['suspendedSeconds'] ?? 0).toFixed(1)} s`],
     ['snapshot bytes', String(meters['snapshotBytes'] ?? 0)],
+    ...machineLines(session),
   ];
   for (const [key, value] of lines) process.stdout.write(`${(key ?? '').padEnd(30)}${value}\n`);
+}
+
+/** Resources, idle sleep and ports, for machine sessions; per-call time for per-call sessions. */
+function machineLines(session: SessionInfo): string[][] {
+  const resources = session['resources'] as { cpus: number; memoryMb: number } | undefined;
+  const idle = session['idle'] as { pauseAfterSeconds: number; suspendAfterSeconds: number; keepAwake: boolean } | null | undefined;
+  const ports = (session['exposedPorts'] as number[] | undefined) ?? [];
+  const lines: string[][] = [];
+  if (resources) lines.push(['cpus / memory', `${resources.cpus} / ${resources.memoryMb} MB`]);
+  if (idle) lines.push(['idle sleep', idle.keepAwake ? 'kept awake' : `pause after ${idle.pauseAfterSeconds} s, suspend after ${idle.suspendAfterSeconds} s`]);
+  if (ports.length > 0) lines.push(['exposed ports', ports.join(', ')]);
+  if (session.mode === 'per-call') lines.push(['per-call sandbox seconds', (session.meters['perCallSeconds'] ?? 0).toFixed(1)]);
+  return lines;
 }
 
 /** Registers `sessions`. */
@@ -42,7 +56,7 @@ export function registerSessionCommands(program: Command): void {
     .option('--image <name>', 'image to start from')
     .option('--contract <file>', 'session contract (JSON or YAML)')
     .option('--mode <mode>', 'machine (default) or per-call')
-    .option('--idle-timeout <seconds>', 'suspend after this many idle seconds', (value) => Number.parseInt(value, 10))
+    .option('--idle-timeout <seconds>', 'suspend the machine after this many idle seconds (it pauses after a quarter of them)', (value) => Number.parseInt(value, 10))
     .option('--json', 'print the session as JSON')
     .action(async (options: { image?: string; contract?: string; mode?: 'machine' | 'per-call'; idleTimeout?: number; json?: boolean }) => {
       let contract: unknown;

@@ -15,6 +15,7 @@ import { reconcileSessions, type ReconcileReport } from './core/session-reconcil
 import { ApprovalService } from './core/approval-service.js';
 import { ToolPipeline } from './core/tool-pipeline.js';
 import { ToolExecutor } from './core/tool-executor.js';
+import { OtlpExporter } from './telemetry/otlp-exporter.js';
 import { SnapshotService } from './core/snapshot-service.js';
 import { ForkService, DEFAULT_MAX_FORK_BRANCHES } from './core/fork-service.js';
 import { IdleSleeper } from './core/idle-sleeper.js';
@@ -28,6 +29,9 @@ import type { AirlockServices } from './api/airlock-services.js';
 import type { SandboxDriver } from './core/sandbox-driver.js';
 import type { SessionDisks } from './core/session-disks.js';
 import type { ImageCatalog } from './images/image-catalog.js';
+import { wireEgress } from './egress/egress-wiring.js';
+import type { EgressConfig } from './egress/egress-config.js';
+import { ContractUpdates } from './core/contract-updates.js';
 import { join } from 'node:path';
 
 /** The version of this Airlock. */
@@ -41,6 +45,8 @@ export interface ServeOptions {
   /** overrides AIRLOCK_TOKEN and the stored token */
   token?: string;
   logger?: boolean;
+  /** OTLP/HTTP traces endpoint (default AIRLOCK_OTLP_ENDPOINT; none: no tracing) */
+  otlpEndpoint?: string;
   /** replaceable for tests */
   driver?: SandboxDriver;
   disks?: SessionDisks;
@@ -49,6 +55,8 @@ export interface ServeOptions {
   maxForkBranches?: number;
   /** how often the idle sleeper looks for machines to pause or suspend; default 250 ms */
   idleTickMs?: number;
+  /** egress gateway settings; default: the file named by $AIRLOCK_EGRESS_CONFIG, if any */
+  egress?: EgressConfig;
 }
 
 /** A control plane that is listening. */
@@ -78,6 +86,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
   const images = options.images ?? openImageCatalog(layout);
   const artifacts = new SnapshotDirectory(layout.snapshots);
+  // Bound once the session service exists; the gateway only asks for it when a connection needs a human.
+  let approvals: ApprovalService;
+  const egress = wireEgress({ root: layout.root, store, approvals: () => approvals, ...(options.egress ? { config: options.egress } : {}) });
   const sessions = new SessionService({
     store,
     driver,
@@ -85,8 +96,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     images,
     artifacts,
     layout: { sandboxStateDir: (sandboxId) => join(layout.sandboxes, sandboxId) },
+    networks: egress.networks,
   });
-  const approvals = new ApprovalService(store);
+  approvals = new ApprovalService(store);
+  const otlpEndpoint = options.otlpEndpoint ?? process.env['AIRLOCK_OTLP_ENDPOINT'];
+  const tracer = otlpEndpoint ? new OtlpExporter(otlpEndpoint) : undefined;
   const pipeline = new ToolPipeline({
     store,
     sessions,
@@ -94,9 +108,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     analyzeCommand,
     executor: new ToolExecutor(sessions, driver),
     approvals,
+    ...(tracer ? { tracer } : {}),
   });
   const reconciled = await reconcileSessions({ store, driver, disks, artifacts, sessions });
   approvals.resumeAfterRestart();
+  const live = store.listSessions().filter((session) => session.state !== 'terminated' && session.state !== 'failed');
+  await egress.networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
   const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions });
   const forks = new ForkService({
     store, driver, disks, images, artifacts, sessions, snapshots, hooks: sessions.hooks,
@@ -120,7 +137,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     store,
     images,
     // No baseDir: a contract sent over the API can never make the server read its own files.
-    parseContract: (input) => (typeof input === 'string' ? parseContractText(input, 'auto') : parseContract(input)),
+    parseContract: (input) => egress.checkCredentials(typeof input === 'string' ? parseContractText(input, 'auto') : parseContract(input)),
+    secrets: egress.secrets,
+    contracts: new ContractUpdates({ sessions, parseContract: (input) => parseContract(input), networks: egress.networks }),
     defaultContract: () => DEFAULT_CONTRACT,
   };
   const http = buildHttpServer(services, { token, version: AIRLOCK_VERSION, logger: options.logger ?? false });
@@ -141,6 +160,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await sleeper.stop();
       await http.close();
       await approvals.drain();
+      await tracer?.flush();
+      // Sandboxes keep running, with no way out until the next start reopens their gateways (fail closed).
+      await egress.gateway.closeAll();
       store.close();
     },
   };

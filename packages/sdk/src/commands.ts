@@ -25,6 +25,17 @@ export interface RunOptions {
   /** called once when the call is held for approval */
   onApprovalRequired?: (approvalId: string) => void;
   signal?: AbortSignal;
+  /** W3C trace context of the caller: the call's `execute_tool` span becomes its child */
+  traceparent?: string;
+}
+
+/** A process started with `commands.detach`. */
+export interface DetachedProcess {
+  /** its pid inside the machine */
+  pid: number;
+  /** where its stdout and stderr go, inside the machine */
+  logPath: string;
+  callId: string;
 }
 
 /** Runs commands. */
@@ -52,7 +63,10 @@ export class Commands {
         body['stdinEncoding'] = 'base64';
       }
     }
-    const response = await this.connection.send('POST', `/v1/sessions/${encodeURIComponent(this.sessionId)}/exec`, body, options.signal ? { signal: options.signal } : {});
+    const response = await this.connection.send('POST', `/v1/sessions/${encodeURIComponent(this.sessionId)}/exec`, body, {
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.traceparent ? { headers: { traceparent: options.traceparent } } : {}),
+    });
     let outcome: ToolCallOutcome;
     if (response.status === 202) {
       const pending = (await response.json()) as ToolCallOutcome & { status: 'pending-approval' };
@@ -77,6 +91,24 @@ export class Commands {
       decision: outcome.decision,
       timing: outcome.timing,
     };
+  }
+
+  /**
+   * Starts a long-running process (a dev server, a database) on the session machine and
+   * returns at once; it keeps running between calls and across suspend and resume.
+   */
+  async detach(command: string | string[], options: Pick<RunOptions, 'cwd' | 'envs' | 'signal'> = {}): Promise<DetachedProcess> {
+    const body: Record<string, unknown> = { ...(typeof command === 'string' ? { command } : { argv: command }), detach: true };
+    if (options.cwd) body['cwd'] = options.cwd;
+    if (options.envs) body['env'] = options.envs;
+    const { body: outcome } = await this.connection.json<ToolCallOutcome>('POST', `/v1/sessions/${encodeURIComponent(this.sessionId)}/exec`, body, options.signal ? { signal: options.signal } : {});
+    // A start held for approval is not waited for: it throws ApprovalPendingError with the approval id.
+    if (outcome.status !== 'completed') throw outcomeError(outcome);
+    const result = outcome.result;
+    if (result['detached'] !== true || typeof result['pid'] !== 'number') {
+      throw new AirlockApiError('INVALID_ARGUMENTS', `the command did not start: ${decodeField(result, 'stderr').trim() || `exit code ${String(result['exitCode'])}`}`, 400, { exitCode: result['exitCode'] });
+    }
+    return { pid: result['pid'], logPath: String(result['logPath']), callId: outcome.callId };
   }
 
   private async readStream(response: Response, options: RunOptions): Promise<ToolCallOutcome> {

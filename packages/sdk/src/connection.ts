@@ -14,6 +14,8 @@ export interface ConnectionOptions {
   fetch?: typeof fetch;
   /** attempts for idempotent requests when the server is unreachable (default 4) */
   retries?: number;
+  /** extra headers on every request, e.g. a W3C `traceparent` so tool-call spans join your trace */
+  headers?: Record<string, string>;
 }
 
 function fromEnvironment(name: string): string | undefined {
@@ -27,6 +29,7 @@ export class Connection {
   private readonly token: string;
   private readonly fetchImpl: typeof fetch;
   private readonly retries: number;
+  private readonly headers: Record<string, string>;
 
   constructor(options: ConnectionOptions = {}) {
     const url = options.url ?? fromEnvironment('AIRLOCK_URL') ?? 'http://127.0.0.1:7070';
@@ -38,10 +41,11 @@ export class Connection {
     this.token = token;
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.retries = options.retries ?? 4;
+    this.headers = options.headers ?? {};
   }
 
   /** Sends a request and returns the raw response (for streams). Throws the server's error for 4xx/5xx. */
-  async send(method: string, path: string, body?: unknown, init: { signal?: AbortSignal; accept202?: boolean } = {}): Promise<Response> {
+  async send(method: string, path: string, body?: unknown, init: { signal?: AbortSignal; headers?: Record<string, string> } = {}): Promise<Response> {
     const idempotent = method === 'GET' || method === 'HEAD' || method === 'DELETE';
     const attempts = idempotent ? this.retries : 1;
     let lastError: unknown;
@@ -51,7 +55,7 @@ export class Connection {
       try {
         const requestInit: RequestInit = {
           method,
-          headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          headers: { ...this.headers, ...init.headers, authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
           ...(init.signal ? { signal: init.signal } : {}),
         };

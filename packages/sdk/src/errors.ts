@@ -52,6 +52,21 @@ export class SessionNotFoundError extends AirlockApiError {
   override readonly name = 'SessionNotFoundError';
 }
 
+/**
+ * Some branches of a fork were not created. `created` holds those that were
+ * (they run: use them or kill them), `failures` each other branch's cause.
+ */
+export class ForkError<Branch = unknown> extends AirlockApiError {
+  override readonly name = 'ForkError';
+  constructor(
+    message: string,
+    readonly created: Branch[],
+    readonly failures: { index: number; sessionId: string | null; error: { code: string; message: string } }[],
+  ) {
+    super(failures[0]?.error.code ?? 'INTERNAL', message, 201, { failures });
+  }
+}
+
 /** The server could not be reached (after retries for idempotent requests). */
 export class AirlockConnectionError extends Error {
   override readonly name = 'AirlockConnectionError';

@@ -1,8 +1,11 @@
 /** @airlock/sdk: the TypeScript client of Airlock. Browser-safe: it imports nothing from Node. */
 export { Sandbox, type SandboxCreateOptions } from './sandbox.js';
-export { Commands, type RunOptions } from './commands.js';
+export { Commands, type RunOptions, type DetachedProcess } from './commands.js';
 export { Files, callTool } from './files.js';
 export { Approvals } from './approvals.js';
+export { Secrets, updateSessionNetwork, type SecretInfo } from './secrets.js';
+export { Snapshots } from './snapshots.js';
+export { Ports, type ExposedPort } from './ports.js';
 export { Connection, type ConnectionOptions } from './connection.js';
 export {
   AirlockApiError,
@@ -13,6 +16,7 @@ export {
   PolicyDeniedError,
   SessionNotFoundError,
   errorFromBody,
+  ForkError,
 } from './errors.js';
 export type {
   ApprovalInfo,
@@ -21,7 +25,10 @@ export type {
   CallTiming,
   CommandResult,
   FileInfo,
+  ForkBranchFailure,
+  ForkResult,
   PolicyDecision,
   SessionInfo,
+  SnapshotInfo,
   ToolCallOutcome,
 } from './types.js';

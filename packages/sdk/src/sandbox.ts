@@ -7,7 +7,10 @@ import { Connection, type ConnectionOptions } from './connection.js';
 import { Commands } from './commands.js';
 import { Files } from './files.js';
 import { Approvals } from './approvals.js';
-import type { AuditRecord, AuditVerification, SessionInfo } from './types.js';
+import { Snapshots } from './snapshots.js';
+import { ForkError } from './errors.js';
+import { Ports } from './ports.js';
+import type { AuditRecord, AuditVerification, ForkBranchFailure, ForkResult, SessionInfo } from './types.js';
 
 /** Options of `Sandbox.create`. */
 export interface SandboxCreateOptions extends ConnectionOptions {
@@ -24,6 +27,8 @@ export class Sandbox {
   readonly commands: Commands;
   readonly files: Files;
   readonly approvals: Approvals;
+  readonly snapshots: Snapshots;
+  readonly ports: Ports;
 
   private constructor(
     private readonly connection: Connection,
@@ -33,6 +38,8 @@ export class Sandbox {
     this.approvals = new Approvals(connection, info.id);
     this.commands = new Commands(connection, info.id, this.approvals);
     this.files = new Files(connection, info.id, this.approvals);
+    this.snapshots = new Snapshots(connection, info.id);
+    this.ports = new Ports(connection, info.id);
   }
 
   /** The session id. */
@@ -84,6 +91,43 @@ export class Sandbox {
   /** Freezes the machine in place (memory kept). */
   async pause(): Promise<SessionInfo> {
     return this.lifecycle('POST', '/pause');
+  }
+
+  /**
+   * Changes the machine's CPU and memory limits in place (processes and memory kept),
+   * up to the contract's ceiling (by default 4× the starting size).
+   */
+  async resize(size: { cpus?: number; memoryMb?: number }): Promise<SessionInfo> {
+    this.info = (await this.connection.json<SessionInfo>('POST', this.path('/resize'), size)).body;
+    return this.info;
+  }
+
+  /** Keeps the machine from pausing or suspending when idle (`false` lets it sleep again). */
+  async keepAwake(keepAwake = true): Promise<SessionInfo> {
+    this.info = (await this.connection.json<SessionInfo>('POST', this.path('/keep-awake'), { keepAwake })).body;
+    return this.info;
+  }
+
+  /**
+   * Forks the session into `count` independent sessions with its memory,
+   * processes and files, each with a fresh hostname, machine id and RNG
+   * (from the machine now, or from `snapshotId`). Throws ForkError when any
+   * branch failed; `error.created` holds the branches that exist.
+   */
+  async fork(options: { count: number; snapshotId?: string }): Promise<Sandbox[]> {
+    const body = { count: options.count, ...(options.snapshotId === undefined ? {} : { snapshotId: options.snapshotId }) };
+    const { body: result } = await this.connection.json<ForkResult>('POST', this.path('/fork'), body);
+    const created: Sandbox[] = [];
+    const failures: ForkBranchFailure[] = [];
+    for (const branch of result.branches) {
+      if ('error' in branch && typeof branch.error === 'object' && branch.error !== null && 'index' in branch) failures.push(branch as ForkBranchFailure);
+      else created.push(new Sandbox(this.connection, branch as SessionInfo));
+    }
+    if (failures.length > 0) {
+      const causes = failures.map((failure) => `#${failure.index} ${failure.error.code}: ${failure.error.message}`).join('; ');
+      throw new ForkError(`${failures.length} of ${options.count} branches failed (${causes}); the ${created.length} created are in error.created: use or kill them`, created, failures);
+    }
+    return created;
   }
 
   /** Terminates the session: machine, disk and memory images are destroyed. */

@@ -23,6 +23,12 @@ export type ApprovalInfo = Schemas['Approval'];
 export type AuditRecord = Schemas['AuditRecord'];
 /** Result of verifying an audit chain. */
 export type AuditVerification = Schemas['AuditVerification'];
+/** A snapshot: memory, processes and (unless taken at suspend) disk of a session at one instant. */
+export type SnapshotInfo = Schemas['Snapshot'];
+/** A fork branch that was not created, or failed, with its cause. */
+export type ForkBranchFailure = Schemas['ForkBranchFailure'];
+/** What the server answers to a fork: the snapshot, and each branch in index order. */
+export type ForkResult = Schemas['ForkResult'];
 
 /** The result of a command. */
 export interface CommandResult {

@@ -60,15 +60,18 @@ export class TestInstallation {
   port = 0;
   private child: ChildProcess | undefined;
   private log = '';
+  /** extra environment of the server and the CLI (e.g. AIRLOCK_EGRESS_CONFIG) */
+  private readonly extraEnv: Record<string, string>;
 
-  private constructor(dataDir: string) {
+  private constructor(dataDir: string, extraEnv: Record<string, string> = {}) {
     this.dataDir = dataDir;
+    this.extraEnv = extraEnv;
   }
 
-  /** Starts a server on a fresh data dir. */
-  static async start(): Promise<TestInstallation> {
+  /** Starts a server on a fresh data dir; `env` is added to the server's environment. */
+  static async start(options: { env?: Record<string, string> } = {}): Promise<TestInstallation> {
     await ensureTestImage();
-    const installation = new TestInstallation(mkdtempSync('/var/tmp/airlock-e2e-'));
+    const installation = new TestInstallation(mkdtempSync('/var/tmp/airlock-e2e-'), options.env);
     installation.port = await freePort();
     await installation.startServer();
     return installation;
@@ -81,7 +84,7 @@ export class TestInstallation {
 
   /** Environment for the CLI and SDK. */
   get env(): NodeJS.ProcessEnv {
-    return { ...process.env, AIRLOCK_URL: this.url, AIRLOCK_TOKEN: this.token, AIRLOCK_IMAGES_DIR: TEST_IMAGES_DIR, AIRLOCK_DATA_DIR: this.dataDir };
+    return { ...process.env, ...this.extraEnv, AIRLOCK_URL: this.url, AIRLOCK_TOKEN: this.token, AIRLOCK_IMAGES_DIR: TEST_IMAGES_DIR, AIRLOCK_DATA_DIR: this.dataDir };
   }
 
   /** (Re)starts the server process on the same data dir and waits until it answers. */

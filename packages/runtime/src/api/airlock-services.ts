@@ -1,20 +1,38 @@
 /** What the HTTP layer needs of the control plane: services only, never drivers or the store's internals. */
 import type { SessionService } from '../core/session-service.js';
+import type { SessionPorts } from '../core/session-ports.js';
+import type { SessionResizer } from '../core/session-resizer.js';
 import type { ToolPipeline } from '../core/tool-pipeline.js';
+import type { SnapshotService } from '../core/snapshot-service.js';
+import type { ForkService } from '../core/fork-service.js';
 import type { ApprovalService } from '../core/approval-service.js';
 import type { Store } from '../core/store.js';
 import type { ImageCatalog } from '../images/image-catalog.js';
+import type { ContractUpdates } from '../core/contract-updates.js';
+import type { SecretStore } from '../secrets/secret-store.js';
 import type { SessionContract } from '../policy/session-contract.js';
 
 /** The services behind the API, wired by the composition root. */
 export interface AirlockServices {
   sessions: SessionService;
+  /** exposed ports of session machines and the proxy's connections to them */
+  ports: SessionPorts;
+  /** live resize of session machines */
+  resizer: SessionResizer;
+  /** snapshots as artifacts: create, list, remove, retention */
+  snapshots: SnapshotService;
+  /** fork of sessions and snapshots into branches */
+  forks: ForkService;
   pipeline: ToolPipeline;
   approvals: ApprovalService;
   store: Store;
   images: ImageCatalog;
   /** Validates a contract (object or JSON/YAML text); throws INVALID_CONTRACT listing every error. */
   parseContract(input: unknown): SessionContract;
+  /** secrets the egress gateway injects (absent: the server has none) */
+  secrets?: SecretStore;
+  /** changes to running sessions' contracts (the network section) */
+  contracts?: ContractUpdates;
   /** The contract applied when a session is created without one. */
   defaultContract(): SessionContract;
 }

@@ -13,6 +13,10 @@ import { registerToolRoutes } from './routes/tool-routes.js';
 import { registerApprovalRoutes } from './routes/approval-routes.js';
 import { registerImageRoutes } from './routes/image-routes.js';
 import { registerMcpRoutes } from './routes/mcp-routes.js';
+import { registerEgressRoutes } from './routes/egress-routes.js';
+import { registerSnapshotRoutes } from './routes/snapshot-routes.js';
+import { registerMachineRoutes } from './routes/machine-routes.js';
+import { registerPortRoutes } from './routes/port-routes.js';
 
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -76,6 +80,10 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   registerToolRoutes(app, services);
   registerApprovalRoutes(app, services);
   registerImageRoutes(app, services);
+  registerMachineRoutes(app, services);
+  registerPortRoutes(app, services);
+  registerSnapshotRoutes(app, services);
+  registerEgressRoutes(app, services);
   registerMcpRoutes(app, { token: options.token });
   return app;
 }

@@ -88,34 +88,81 @@ export function openApiDocument(version: string): Record<string, unknown> {
         parameters: [idParam, { name: 'tool', in: 'path', required: true, schema: { type: 'string', enum: Object.keys(TOOL_SCHEMAS) } }],
         post: op('run any tool through the airlock', { responses: { '200': { description: 'completed', ...json(ref('ToolCallOutcome')) }, '202': { description: 'held for approval', ...json(ref('ToolCallOutcome')) }, '4XX': errorResponse, '5XX': errorResponse } }),
       },
+      '/v1/sessions/{id}/resize': {
+        parameters: [idParam],
+        post: op('change the CPU and memory limits of the running machine in place, up to the contract ceiling (default 4× the start)', {
+          requestBody: json({ type: 'object', additionalProperties: false, properties: { cpus: { type: 'number' }, memoryMb: { type: 'integer' } } }),
+        }, 'Session'),
+      },
+      '/v1/sessions/{id}/keep-awake': {
+        parameters: [idParam],
+        post: op('keep the machine from pausing or suspending when idle (false lets it sleep again)', {
+          requestBody: json({ type: 'object', required: ['keepAwake'], additionalProperties: false, properties: { keepAwake: { type: 'boolean' } } }),
+        }, 'Session'),
+      },
+      '/v1/sessions/{id}/ports': {
+        parameters: [idParam],
+        get: op('list exposed ports', {}, 'ExposedPortList'),
+        post: op('expose a port of the machine through the server', {
+          requestBody: json({ type: 'object', required: ['port'], additionalProperties: false, properties: { port: { type: 'integer', minimum: 1, maximum: 65535 } } }),
+          responses: { '201': { description: 'exposed', ...json(ref('ExposedPort')) }, '4XX': errorResponse, '5XX': errorResponse },
+        }),
+      },
+      '/v1/sessions/{id}/ports/{port}': {
+        parameters: [idParam, { name: 'port', in: 'path', required: true, schema: { type: 'integer' } }],
+        delete: op('stop exposing a port'),
+      },
+      '/v1/sessions/{id}/ports/{port}/{path}': {
+        parameters: [idParam, { name: 'port', in: 'path', required: true, schema: { type: 'integer' } }, { name: 'path', in: 'path', required: true, schema: { type: 'string' } }],
+        get: op('HTTP proxied to the exposed port inside the machine (any method; wakes a sleeping machine; 502 PORT_UNREACHABLE when nothing listens)'),
+      },
       '/v1/tenants/{tenant}/usage': { parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }], get: op('meters summed over the sessions of a tenant') },
       '/v1/approvals': { get: op('list approvals (state=pending for open ones)', {}, 'ApprovalList') },
       '/v1/approvals/events': { get: op('server-sent events: approval.requested, approval.decided') },
       '/v1/approvals/{id}': { parameters: [idParam], get: op('get an approval; waitSeconds long-polls for its outcome', {}, 'Approval') },
       '/v1/approvals/{id}/approve': { parameters: [idParam], post: op('approve: the call runs once', {}, 'Approval') },
       '/v1/approvals/{id}/deny': { parameters: [idParam], post: op('deny: the call never runs', {}, 'Approval') },
+      '/v1/secrets': { get: op('list secrets the egress gateway injects: names, sizes and dates, never values') },
+      '/v1/secrets/{name}': {
+        parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' } }],
+        put: op('store a secret (encrypted at rest); the value is never returned', {
+          requestBody: json({ type: 'object', additionalProperties: false, required: ['value'], properties: { value: { type: 'string', minLength: 1 } } }),
+        }),
+        delete: op('delete a secret; sessions bound to it get a clear error on their next request'),
+      },
+      '/v1/sessions/{id}/contract': {
+        parameters: [idParam],
+        patch: op("replace a running session's network lists: a new contract version, audited as contract.updated, applied to the gateway at once", {
+          requestBody: json({
+            type: 'object',
+            additionalProperties: false,
+            required: ['network'],
+            properties: { network: { type: 'object', properties: { allowedDomains: { type: 'array', items: { type: 'string' } }, deniedDomains: { type: 'array', items: { type: 'string' } } } } },
+          }),
+        }),
+      },
       '/v1/images': { get: op('list images', {}, 'ImageList') },
       '/v1/images/{name}': { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], get: op('get an image', {}, 'Image') },
       '/v1/sessions/{id}/snapshots': {
         parameters: [idParam],
         post: op('snapshot memory, processes and disk of a running session at one instant; it keeps running', {
           requestBody: json({ type: 'object', additionalProperties: false, properties: { name: { type: 'string', minLength: 1, maxLength: 128 } } }),
-          responses: { '201': { description: 'created' }, '4XX': errorResponse, '5XX': errorResponse },
+          responses: { '201': { description: 'created', ...json(ref('Snapshot')) }, '4XX': errorResponse, '5XX': errorResponse },
         }),
       },
       '/v1/sessions/{id}/fork': {
         parameters: [idParam],
-        post: op('fork into count branches (from the session now, or from snapshotId); branches lists each new session or {index, sessionId, error}', {
+        post: op('fork into count branches (from the session now, or from snapshotId); each branch is a new session or {index, sessionId, error}', {
           requestBody: json({ type: 'object', required: ['count'], additionalProperties: false, properties: { count: { type: 'integer', minimum: 1 }, snapshotId: { type: 'string' } } }),
-          responses: { '201': { description: 'forked: { snapshot, branches }' }, '4XX': errorResponse, '5XX': errorResponse },
+          responses: { '201': { description: 'forked', ...json(ref('ForkResult')) }, '4XX': errorResponse, '5XX': errorResponse },
         }),
       },
       '/v1/snapshots': {
         get: op('list snapshots (sessionId to filter; all=true includes deleted ones)', {
           parameters: [{ name: 'sessionId', in: 'query', schema: { type: 'string' } }, { name: 'all', in: 'query', schema: { type: 'boolean' } }],
-        }),
+        }, 'SnapshotList'),
       },
-      '/v1/snapshots/{id}': { parameters: [idParam], get: op('get a snapshot'), delete: op("delete a snapshot's bytes (the record stays)") },
+      '/v1/snapshots/{id}': { parameters: [idParam], get: op('get a snapshot', {}, 'Snapshot'), delete: op("delete a snapshot's bytes (the record stays)", {}, 'Snapshot') },
     },
   };
 }

@@ -35,7 +35,13 @@ const meters = z.object({
   idleFractionUnpaid: z.number(),
   diskBytes: z.number(),
   snapshotBytes: z.number(),
+  /** lifetime of per-call sandboxes, summed */
+  perCallSeconds: z.number().optional(),
 });
+
+const idlePolicy = z.object({ pauseAfterSeconds: z.number(), suspendAfterSeconds: z.number(), keepAwake: z.boolean() });
+
+const exposedPort = z.object({ port: z.number(), path: z.string(), url: z.string() });
 
 const session = z.object({
   id: z.string(),
@@ -57,6 +63,9 @@ const session = z.object({
   stateSince: z.string(),
   lastActivityAt: z.string(),
   meters,
+  /** when an idle machine pauses and suspends; null for per-call sessions */
+  idle: idlePolicy.nullable().optional(),
+  exposedPorts: z.array(z.number()).optional(),
 }).catchall(z.unknown());
 
 const toolCall = z.object({ id: z.string(), sessionId: z.string(), tool: z.string(), arguments: z.record(z.string(), z.unknown()), receivedAt: z.string() });
@@ -113,6 +122,26 @@ const image = z.object({
   env: z.record(z.string(), z.string()),
 }).catchall(z.unknown());
 
+const snapshot = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  sessionId: z.string(),
+  parentSnapshotId: z.string().nullable(),
+  reason: z.enum(['suspend', 'manual', 'fork']),
+  state: z.enum(['available', 'deleted', 'expired']),
+  /** suspend snapshots hold memory only: their disk stays live with the session */
+  contents: z.array(z.enum(['memory', 'disk'])),
+  image: z.object({ name: z.string(), digest: z.string() }),
+  contractVersion: z.number(),
+  sizeBytes: z.number(),
+  checksum: z.string(),
+  createdAt: z.string(),
+  expiresAt: z.string().nullable(),
+  deletedAt: z.string().nullable(),
+});
+
+const forkBranchFailure = z.object({ index: z.number(), sessionId: z.string().nullable(), error: errorValue });
+
 /** Named response schemas, as they appear under components.schemas. */
 export const RESPONSE_SCHEMAS = {
   PolicyDecision: decision,
@@ -130,4 +159,10 @@ export const RESPONSE_SCHEMAS = {
   FileInfo: fileInfo,
   Image: image,
   ImageList: z.object({ images: z.array(image) }),
+  Snapshot: snapshot,
+  SnapshotList: z.object({ snapshots: z.array(snapshot) }),
+  ForkBranchFailure: forkBranchFailure,
+  ForkResult: z.object({ snapshot, branches: z.array(z.union([session, forkBranchFailure])) }),
+  ExposedPort: exposedPort,
+  ExposedPortList: z.object({ sessionId: z.string(), ports: z.array(exposedPort) }),
 } as const;

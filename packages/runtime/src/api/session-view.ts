@@ -4,6 +4,7 @@
  */
 import type { SessionRecord } from '../core/session.js';
 import { secondsBetween } from '../core/clock.js';
+import { idlePolicyOf } from '../core/idle-sleeper.js';
 
 /** The public view of a session. */
 export function sessionView(session: SessionRecord, now: Date = new Date()): Record<string, unknown> {
@@ -24,6 +25,8 @@ export function sessionView(session: SessionRecord, now: Date = new Date()): Rec
     principal: session.principal,
     contractVersion: session.contractVersion,
     resources: session.resources,
+    idle: session.mode === 'machine' ? idlePolicyOf(session) : null,
+    exposedPorts: session.exposedPorts ?? [],
     sandboxId: session.sandbox?.sandboxId ?? null,
     snapshotId: session.resumeSnapshotId,
     lineage: session.lineage,

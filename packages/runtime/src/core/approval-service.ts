@@ -6,10 +6,10 @@
  */
 import { EventEmitter } from 'node:events';
 import { AirlockError, toAirlockError } from './errors.js';
-import type { ApprovalRecord } from './approval.js';
+import { isConnectionCall, type ApprovalRecord, type ConnectionCall } from './approval.js';
 import type { PolicyDecision } from './authorizer.js';
 import type { Store } from './store.js';
-import type { ToolCall } from './tool-call.js';
+import type { ToolCall, ToolName } from './tool-call.js';
 import type { ToolCallOutcome } from './tool-pipeline.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
@@ -50,7 +50,7 @@ export class ApprovalService {
   }
 
   /** Parks a call; the session may sleep while it waits. */
-  park(call: ToolCall, decision: PolicyDecision): ApprovalRecord {
+  park(call: ToolCall | ConnectionCall, decision: PolicyDecision): ApprovalRecord {
     const now = this.clock.now();
     const approval: ApprovalRecord = {
       id: newId('apr'),
@@ -104,7 +104,9 @@ export class ApprovalService {
     });
     if (!won) throw new AirlockError('APPROVAL_ALREADY_DECIDED', `approval ${id} was decided by someone else; nothing changed`, { details: { approvalId: id } });
     this.events.emit('decided', next);
-    if (verdict === 'approve') this.startExecution(next);
+    // A connection approval runs nothing: whoever holds the connection is waiting for this event.
+    if (verdict === 'approve' && isConnectionCall(next.call)) this.events.emit('settled', next);
+    else if (verdict === 'approve') this.startExecution(next);
     return next;
   }
 
@@ -117,7 +119,7 @@ export class ApprovalService {
       const left = deadline - Date.now();
       if (left <= 0) {
         const approval = this.get(id);
-        return { status: 'pending-approval', callId: approval.call.id, tool: approval.call.tool, approvalId: id, decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true } };
+        return { status: 'pending-approval', callId: approval.call.id, tool: approval.call.tool as ToolName, approvalId: id, decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true } };
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, Math.min(left, 1000));
@@ -137,7 +139,8 @@ export class ApprovalService {
     const refused = (code: string, message: string): ToolCallOutcome => ({
       status: 'refused',
       callId: approval.call.id,
-      tool: approval.call.tool,
+      // a connection approval reports its tool as 'net.connect'
+      tool: approval.call.tool as ToolName,
       error: { code, message, details: { approvalId: approval.id } },
       decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true },
     });
@@ -167,6 +170,7 @@ export class ApprovalService {
    */
   resumeAfterRestart(): void {
     for (const approval of this.store.listApprovals({ states: ['approved'] })) {
+      if (isConnectionCall(approval.call)) continue;
       const started = this.store
         .listAudit(approval.sessionId, { types: ['tool-call.started'] })
         .some((record) => record.data['gen_ai.tool.call.id'] === approval.call.id);
@@ -191,13 +195,15 @@ export class ApprovalService {
   }
 
   private startExecution(approval: ApprovalRecord): void {
+    const call = approval.call;
+    if (isConnectionCall(call)) return;
     const executor = this.executor;
     if (!executor) throw new AirlockError('INTERNAL', 'no executor wired for approved calls');
     const decision: PolicyDecision = { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true };
-    const task = executor(approval.call, decision)
+    const task = executor(call, decision)
       .catch((error: unknown): ToolCallOutcome => {
         const failure = toAirlockError(error);
-        return { status: 'refused', callId: approval.call.id, tool: approval.call.tool, error: { code: failure.code, message: failure.message, details: failure.details }, decision };
+        return { status: 'refused', callId: call.id, tool: call.tool, error: { code: failure.code, message: failure.message, details: failure.details }, decision };
       })
       .then((outcome) => {
         const executed = { ...approval, state: 'executed' as const, outcome };

@@ -3,6 +3,7 @@
  * never sees HTTP, policy or the store; the control plane never runs `runsc`
  * or `qemu` itself. Every driver passes `drivers/conformance`.
  */
+import type { Duplex } from 'node:stream';
 
 /** What a driver can do, declared instead of throwing "not implemented". */
 export interface DriverCapabilities {
@@ -45,6 +46,26 @@ export interface SandboxSpec {
   env: Record<string, string>;
   /** run the given argv once and exit instead of starting a long-lived machine */
   oneShot?: { argv: string[] };
+  /** absent: no network at all (loopback only); present: a namespace whose only way out is the egress gateway */
+  network?: SandboxNetwork;
+}
+
+/**
+ * The network of a sandbox whose only reachable endpoint is the egress
+ * gateway on the host. Made by the control plane's egress layer; the driver
+ * builds the namespace, the veth and the firewall from it.
+ */
+export interface SandboxNetwork {
+  /** IPv4 address of the gateway, the sandbox's default route; the same for every sandbox of the session */
+  gatewayAddress: string;
+  /** IPv4 CIDR the driver takes a free sandbox address from */
+  addressPool: string;
+  /** prefix length of the sandbox's address; the gateway address lies inside it */
+  prefixLength: number;
+  /** the only gateway ports the sandbox may reach */
+  gatewayPorts: { tcp: readonly number[]; udp: readonly number[] };
+  /** host files bind-mounted read-only over these sandbox paths (resolv.conf, CA bundle); skipped when the image lacks the path */
+  files: readonly { hostPath: string; sandboxPath: string }[];
 }
 
 /** A running sandbox, as the driver knows it. Serializable: it is stored. */
@@ -82,6 +103,8 @@ export interface ExecOutcome {
   /** true when the command was killed because its caller went away */
   aborted: boolean;
   durationMs: number;
+  /** of durationMs, the time before the command itself started (sandbox boot, exec setup), when the driver knows it */
+  startMs?: number;
 }
 
 /** Host resource use of one sandbox, for metering. */
@@ -104,6 +127,16 @@ export interface CheckpointResult {
   durationMs: number;
 }
 
+/** A fresh identity for a sandbox restored from a shared image (a fork branch). */
+export interface SandboxIdentity {
+  /** UTS hostname: letters, digits and '-', at most 63 */
+  hostname: string;
+  /** 32 lowercase hex digits, written to /etc/machine-id */
+  machineId: string;
+  /** host randomness mixed into the sandbox's kernel RNG */
+  entropy: Uint8Array;
+}
+
 /** The versioned sandbox driver contract. */
 export interface SandboxDriver {
   readonly specificationVersion: 'v1';
@@ -124,6 +157,8 @@ export interface SandboxDriver {
   checkpoint(handle: SandboxHandle, imageDir: string, options: { leaveRunning: boolean }): Promise<CheckpointResult>;
   /** Starts a sandbox from a checkpoint image. */
   restore(spec: SandboxSpec, imageDir: string): Promise<SandboxHandle>;
+  /** Gives a restored sandbox its own hostname, machine id and RNG state (branches of one image share them). */
+  personalize(handle: SandboxHandle, identity: SandboxIdentity): Promise<void>;
   /** Freezes the sandbox in place. */
   pause(handle: SandboxHandle): Promise<void>;
   /** Thaws a paused sandbox. */
@@ -138,4 +173,11 @@ export interface SandboxDriver {
   destroy(handle: SandboxHandle): Promise<void>;
   /** Sandboxes of this driver that exist on the host. */
   list(): Promise<SandboxListing[]>;
+  /**
+   * A byte stream to TCP `port` on the sandbox's own loopback (the sandbox
+   * has no network of its own). Ending the writable side half-closes the
+   * connection; destroying the stream closes it. Fails with PORT_UNREACHABLE
+   * when nothing listens there.
+   */
+  connect(handle: SandboxHandle, port: number): Promise<Duplex>;
 }

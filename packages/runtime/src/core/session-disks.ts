@@ -18,6 +18,13 @@ export interface SessionDisks {
   ensureMounted(sessionId: string): Promise<string>;
   /** Copies the disk of `fromSessionId` (copy-on-write where the filesystem allows) to a new session. */
   clone(fromSessionId: string, toSessionId: string): Promise<string>;
+  /**
+   * Copies the session's disk into a snapshot (`destPath`, a file that does not exist yet),
+   * consistent at one instant: callers pause the machine first so the copy matches its memory.
+   */
+  snapshot(sessionId: string, destPath: string): Promise<void>;
+  /** Creates the disk of a new session from a copy made by `snapshot`; returns the mounted directory. */
+  createFrom(sessionId: string, sourcePath: string): Promise<string>;
   /** Flushes pending writes of the disk to the host, for a consistent copy or snapshot. */
   sync(sessionId: string): Promise<void>;
   /** Unmounts and deletes the disk; idempotent. */

@@ -15,6 +15,8 @@ import type { SessionContract } from '../policy/session-contract.js';
 import { newId } from './ids.js';
 import { systemClock, secondsBetween, type Clock } from './clock.js';
 import { SessionLocks } from './session-locks.js';
+import type { SessionNetworks } from './session-networks.js';
+import { freshSeed, LifecycleHooks } from './lifecycle-hooks.js';
 import {
   assertTransition,
   emptyGuard,
@@ -40,6 +42,10 @@ export interface SessionServiceDeps {
   layout: SessionLayout;
   clock?: Clock;
   locks?: SessionLocks;
+  /** networks of sessions whose contract has a `network` section; without it such sessions get none */
+  networks?: SessionNetworks;
+  /** on-resume hooks; default: run from the driver into the store's audit log */
+  hooks?: LifecycleHooks;
 }
 
 /** What `create` needs. */
@@ -55,6 +61,8 @@ export const DEFAULT_IMAGE = 'debian-bookworm';
 /** Lifecycle of sessions. */
 export class SessionService {
   readonly locks: SessionLocks;
+  /** runs on-resume hooks; the fork service shares it for on-fork hooks */
+  readonly hooks: LifecycleHooks;
   private readonly store: Store;
   private readonly driver: SandboxDriver;
   private readonly disks: SessionDisks;
@@ -62,6 +70,7 @@ export class SessionService {
   private readonly artifacts: SnapshotArtifacts;
   private readonly layout: SessionLayout;
   private readonly clock: Clock;
+  private readonly networks: SessionNetworks | undefined;
 
   constructor(deps: SessionServiceDeps) {
     this.store = deps.store;
@@ -72,6 +81,8 @@ export class SessionService {
     this.layout = deps.layout;
     this.clock = deps.clock ?? systemClock;
     this.locks = deps.locks ?? new SessionLocks();
+    this.networks = deps.networks;
+    this.hooks = deps.hooks ?? new LifecycleHooks({ driver: deps.driver, store: deps.store });
   }
 
   /** The session, or SESSION_NOT_FOUND. */
@@ -152,6 +163,7 @@ export class SessionService {
       } catch (error) {
         const failure = toAirlockError(error, 'DRIVER_FAILED');
         await this.disks.destroy(session.id).catch(() => undefined);
+        await this.networks?.release(session.id).catch(() => undefined);
         this.commit(session, { state: 'failed', pendingOperation: null, failure: { code: failure.code, message: failure.message } }, 'session.failed', {
           operation: 'create',
           code: failure.code,
@@ -206,6 +218,7 @@ export class SessionService {
       assertTransition(session, 'terminate');
       this.mark(session, 'terminate');
       await this.sanitize(session);
+      await this.networks?.release(session.id);
       return this.commit(session, { state: 'terminated', pendingOperation: null, sandbox: null, resumeSnapshotId: null }, 'session.terminated', {
         sanitized: ['sandbox', 'disk', 'memory-images'],
       });
@@ -332,6 +345,8 @@ export class SessionService {
     const started = Date.now();
     try {
       await this.disks.sync(session.id);
+      // gVisor cannot save open TCP connections: the gateway resets the session's first.
+      await this.networks?.quiesce(session.id);
       await this.driver.checkpoint(handle, imageDir, { leaveRunning: false });
       ({ checksum, sizeBytes } = await this.artifacts.seal(snapshotId));
     } catch (error) {
@@ -400,9 +415,11 @@ export class SessionService {
     session.generation += 1;
     this.mark(session, 'resume');
     const spec = await this.specFor(session, image);
+    let handle: SandboxHandle;
+    let resumed: SessionRecord;
     try {
-      const handle = await this.driver.restore(spec, this.artifacts.pathFor(snapshot.id));
-      return this.commit(session, { state: 'running', pendingOperation: null, sandbox: handle }, 'session.resumed', {
+      handle = await this.driver.restore(spec, this.artifacts.pathFor(snapshot.id));
+      resumed = this.commit(session, { state: 'running', pendingOperation: null, sandbox: handle }, 'session.resumed', {
         snapshotId: snapshot.id,
         sandboxId: handle.sandboxId,
         durationMs: Date.now() - started,
@@ -418,6 +435,9 @@ export class SessionService {
       });
       throw failure;
     }
+    // After the commit: a failing hook is recorded and never undoes the resume.
+    await this.hooks.run(handle, session.id, 'on-resume', { AIRLOCK_SESSION_ID: session.id, AIRLOCK_RESUME_SEED: freshSeed(), AIRLOCK_SNAPSHOT_ID: snapshot.id });
+    return resumed;
   }
 
   private async sanitize(session: SessionRecord): Promise<void> {
@@ -443,6 +463,7 @@ export class SessionService {
   async specFor(session: SessionRecord, image: ImageRecord): Promise<SandboxSpec> {
     const diskDir = await this.disks.ensureMounted(session.id);
     const sandboxId = `airlock-${session.id}-g${session.generation}`;
+    const net = await this.networks?.prepare(session, image);
     return {
       sandboxId,
       sessionId: session.id,
@@ -451,7 +472,8 @@ export class SessionService {
       stateDir: this.layout.sandboxStateDir(sandboxId),
       hostname: session.id.replace(/_/g, '-'),
       resources: session.resources,
-      env: image.env,
+      env: net ? { ...image.env, ...net.env } : image.env,
+      ...(net ? { network: net.network } : {}),
     };
   }
 

@@ -8,6 +8,10 @@
 export interface SnapshotArtifacts {
   /** Host directory where a snapshot's files are written. */
   pathFor(snapshotId: string): string;
+  /** Host path of the snapshot's copy of the session disk (absent for suspend snapshots: their disk stays live). */
+  diskPathFor(snapshotId: string): string;
+  /** Makes a new snapshot holding the memory image of another, without copying it (hard links). */
+  derive(fromSnapshotId: string, toSnapshotId: string): Promise<void>;
   /** Computes checksum and size of a completed snapshot and records them beside it. */
   seal(snapshotId: string): Promise<{ checksum: string; sizeBytes: number }>;
   /** Throws SNAPSHOT_CORRUPT when the files no longer match `checksum`. */

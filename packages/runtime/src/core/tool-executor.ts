@@ -12,6 +12,11 @@ import type { ToolName } from './tool-call.js';
 import { decodeContent, type ToolArguments } from './tool-schemas.js';
 import { FileOperations, type CollectedOutput, type SandboxRunner } from './file-operations.js';
 import { OutputCollector, encodeOutput } from './output-collector.js';
+import { DETACHED_LOG_DIR, detachedArgv, detachedPid } from './detached-command.js';
+import { newId } from './ids.js';
+
+/** Longest a per-call command may run when the contract does not say (`perCall.maxSeconds`). */
+export const DEFAULT_PER_CALL_MAX_SECONDS = 600;
 
 /** Where a call's output goes while it runs. */
 export interface ExecutionStreams {
@@ -26,6 +31,9 @@ export interface CallTiming {
   queuedMs: number;
   /** waking the session from sleep, when it slept */
   resumeMs: number;
+  /** getting the command going: a per-call sandbox's boot, or an exec's setup on the machine */
+  startMs: number;
+  /** the command's own run time */
   runMs: number;
   totalMs: number;
 }
@@ -58,23 +66,34 @@ export class ToolExecutor {
   ): Promise<{ result: Record<string, unknown>; timing: CallTiming; failed: boolean }> {
     const started = Date.now();
     const queuedMs = Math.max(0, started - receivedAt.getTime());
-    const finish = (result: Record<string, unknown>, resumeMs: number, runMs: number, failed: boolean) => ({
+    const finish = (result: Record<string, unknown>, resumeMs: number, runMs: number, failed: boolean, startMs = 0) => ({
       result,
       failed,
-      timing: { queuedMs, resumeMs, runMs, totalMs: Date.now() - receivedAt.getTime() },
+      timing: { queuedMs, resumeMs, startMs, runMs, totalMs: Date.now() - receivedAt.getTime() },
     });
     const path = context.path;
     switch (tool) {
       case 'exec': {
         const args = rawArgs as ToolArguments<'exec'>;
+        const ephemeral = session.mode === 'per-call' || args.ephemeral;
+        if (args.detach && ephemeral) {
+          throw new AirlockError('INVALID_ARGUMENTS', `a per-call sandbox ends with its call, so nothing can run detached in it; start services on the machine of a session created with --mode machine`, {
+            details: { field: 'detach', sessionId: session.id, mode: session.mode },
+          });
+        }
         const stdout = new OutputCollector();
         const stderr = new OutputCollector();
-        const argv = args.argv ?? ['/bin/sh', '-c', args.command ?? ''];
+        const logPath = args.detach ? `${DETACHED_LOG_DIR}/${newId('proc')}.log` : undefined;
+        const command = args.argv ?? ['/bin/sh', '-c', args.command ?? ''];
+        const argv = logPath ? detachedArgv(this.driver.toolboxPath, command, logPath) : command;
+        // A per-call sandbox lives at most as long as the contract allows, whatever the call asked for.
+        const limitMs = ephemeral ? perCallLimitMs(session) : undefined;
+        const timeoutMs = limitMs === undefined ? args.timeoutMs : Math.min(args.timeoutMs, limitMs);
         const request: ExecRequest = {
           argv,
           cwd: context.cwd,
           env: args.env,
-          timeoutMs: args.timeoutMs,
+          timeoutMs,
           onStdout: (chunk) => {
             stdout.push(chunk);
             streams.onStdout?.(chunk);
@@ -86,7 +105,6 @@ export class ToolExecutor {
         };
         if (args.stdin !== undefined) request.stdin = decodeContent(args.stdin, args.stdinEncoding);
         if (streams.signal) request.signal = streams.signal;
-        const ephemeral = session.mode === 'per-call' || args.ephemeral;
         let resumeMs = 0;
         const outcome = ephemeral
           ? await this.sessions.runEphemeral(session.id, request)
@@ -109,8 +127,13 @@ export class ToolExecutor {
           timedOut: outcome.timedOut,
           aborted: outcome.aborted,
           mode: ephemeral ? 'per-call' : 'machine',
+          ...(limitMs !== undefined && limitMs < args.timeoutMs && outcome.timedOut
+            ? { limitedBy: 'contract.perCall.maxSeconds', maxDurationMs: limitMs }
+            : {}),
+          ...(logPath && outcome.exitCode === 0 ? { detached: true, pid: detachedPid(stdout.bytes()) ?? null, logPath } : {}),
         };
-        return finish(result, resumeMs, outcome.durationMs, outcome.exitCode !== 0);
+        const startMs = Math.min(outcome.startMs ?? 0, outcome.durationMs);
+        return finish(result, resumeMs, outcome.durationMs - startMs, outcome.exitCode !== 0, startMs);
       }
       case 'files.read': {
         const args = rawArgs as ToolArguments<'files.read'>;
@@ -190,4 +213,10 @@ export class ToolExecutor {
     });
     return { ...outcome, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) };
   }
+}
+
+/** The contract's ceiling on a per-call command, in milliseconds (older stored contracts lack the key). */
+export function perCallLimitMs(session: Pick<SessionRecord, 'contract'>): number {
+  const perCall = session.contract['perCall'] as { maxSeconds?: number } | undefined;
+  return (perCall?.maxSeconds ?? DEFAULT_PER_CALL_MAX_SECONDS) * 1000;
 }

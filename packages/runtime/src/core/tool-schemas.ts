@@ -23,6 +23,8 @@ export const execArguments = z
     timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).default(120_000),
     /** run in a fresh sandbox over the session disk instead of the session machine */
     ephemeral: z.boolean().default(false),
+    /** start the command on the session machine and answer at once with its pid; it keeps running */
+    detach: z.boolean().default(false),
   })
   .refine((value) => (value.command === undefined) !== (value.argv === undefined), {
     message: 'give exactly one of `command` (a shell string) or `argv` (a list)',

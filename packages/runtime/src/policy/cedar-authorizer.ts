@@ -135,6 +135,54 @@ export class CedarPolicySet {
     return this.#decide('allow', matched, described, errors, enforced);
   }
 
+  /**
+   * Decides one network connection of the sandbox (action `net.connect`,
+   * context `host` and `port`). Never throws; errors deny.
+   */
+  authorizeConnection(request: { sessionId: string; host: string; port: number; callCount?: number }): PolicyDecision {
+    const enforced = this.#enforcement === 'enforce';
+    const context: CedarRequestContext = {
+      tool: 'net.connect',
+      command: '',
+      programs: [],
+      argv: [],
+      path: '',
+      cwd: '',
+      tenant: this.#tenant,
+      callCount: request.callCount ?? 0,
+      identicalFailures: 0,
+      analysable: true,
+      host: request.host.toLowerCase(),
+      port: request.port,
+    };
+    let answer: AuthorizationAnswer;
+    try {
+      if (!Number.isInteger(request.port) || request.port < 0 || request.port > 65535) throw new Error(`port must be 0-65535, got ${request.port}`);
+      answer = statefulIsAuthorized({
+        principal: this.#principal,
+        action: { type: ACTION_TYPE, id: 'net.connect' },
+        resource: { type: RESOURCE_TYPE, id: request.sessionId },
+        context: { ...context },
+        entities: [],
+        preparsedPolicySetId: this.#setId,
+      });
+    } catch (error) {
+      return failClosed('net.connect', [], [`request: ${(error as Error).message}`], enforced);
+    }
+    if (answer.type === 'failure') return failClosed('net.connect', [], answer.errors.map((error) => `cedar: ${error.message}`), enforced);
+    const { decision, diagnostics } = answer.response;
+    const errors = diagnostics.errors.map((error) => `${error.policyId}: ${error.error.message}`);
+    const matched = diagnostics.reason;
+    const described: Described = { context, notes: [] };
+    const forbids = matched.filter((id) => this.#policies.get(id)?.effect === 'forbid');
+    if (forbids.length > 0) return this.#decide('deny', forbids, described, errors, enforced);
+    if (errors.length > 0) return failClosed('net.connect', diagnostics.errors.map((error) => error.policyId), errors, enforced);
+    if (decision === 'deny' || matched.length === 0) return this.#decide('deny', [], described, errors, enforced);
+    const approvals = matched.filter((id) => this.#policies.get(id)?.approval === true);
+    if (approvals.length > 0) return this.#decide('ask', approvals, described, errors, enforced);
+    return this.#decide('allow', matched, described, errors, enforced);
+  }
+
   #contextOf(request: AuthorizationRequest): Described {
     if (!isToolName(request.tool)) throw new Error(`unknown tool ${JSON.stringify(request.tool)}`);
     const path = request.path ?? '';
@@ -158,6 +206,8 @@ export class CedarPolicySet {
       callCount: long('callCount', request.callCount),
       identicalFailures: long('identicalFailures', request.identicalFailures),
       analysable: analysis.analysable,
+      host: '',
+      port: 0,
     };
     return { context, notes: analysis.reasons };
   }
@@ -211,6 +261,7 @@ function long(name: string, value: number | undefined): number {
 
 // Names the programs the deciding policies mention ("command runs rm"), or all of them.
 function describe(context: CedarRequestContext, notes: readonly string[], literals: ReadonlySet<string>): string {
+  if (context.tool === 'net.connect') return `connection to ${context.host}:${context.port}`;
   if (context.tool !== 'exec') return context.path === '' ? 'no path' : `path ${context.path}`;
   const named = context.programs.filter((program) => literals.has(program));
   if (named.length > 0) return `command runs ${named.join(', ')}`;

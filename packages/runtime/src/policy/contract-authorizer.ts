@@ -45,6 +45,12 @@ export class ContractAuthorizer implements Authorizer {
     });
   }
 
+  /** Cedar's decision on a connection of the session's sandbox (action `net.connect`). */
+  authorizeConnection(session: SessionRecord, host: string, port: number): PolicyDecision {
+    const { cedar } = this.compile(session);
+    return cedar.authorizeConnection({ sessionId: session.id, host, port, callCount: session.meters.toolCalls });
+  }
+
   private compile(session: SessionRecord): CompiledContract {
     const key = `${session.id}#${session.contractVersion}`;
     let compiled = this.compiled.get(key);

@@ -47,6 +47,7 @@ export type {
   ContractBudgets,
   ContractIdentity,
   ContractIdle,
+  ContractCredential,
   ContractNetwork,
   ContractParseOptions,
   ContractPolicy,

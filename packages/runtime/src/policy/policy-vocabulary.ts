@@ -32,8 +32,8 @@ export const RESOURCE_TYPE = 'Airlock::Session';
 export const ACTION_TYPE = 'Airlock::Action';
 
 /**
- * Every Cedar action policies may name. `net.connect` is reserved for the
- * egress gateway so that policies written now stay valid when it arrives.
+ * Every Cedar action policies may name: the tools, and `net.connect`, which
+ * the egress gateway asks for every connection a sandbox opens.
  */
 export const CEDAR_ACTIONS: readonly string[] = [...TOOL_NAMES, 'net.connect'];
 
@@ -58,6 +58,10 @@ export interface CedarRequestContext {
   identicalFailures: number;
   /** false when the command could not be analysed statically */
   analysable: boolean;
+  /** destination name of `net.connect` (lower case); "" for tools */
+  host: string;
+  /** destination port of `net.connect` (Long); 0 for tools */
+  port: number;
 }
 
 /** The Cedar schema policies are validated against when a contract is parsed. */
@@ -75,6 +79,8 @@ export const CEDAR_SCHEMA = `namespace Airlock {
     callCount: Long,
     identicalFailures: Long,
     analysable: Bool,
+    host: String,
+    port: Long,
   };
   action ${CEDAR_ACTIONS.map((name) => JSON.stringify(name)).join(', ')}
     appliesTo { principal: [Agent], resource: [Session], context: RequestContext };

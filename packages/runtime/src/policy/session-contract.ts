@@ -28,6 +28,16 @@ export interface ContractResources {
   readonly memoryMb: number;
   readonly diskMb: number;
   readonly maxProcesses: number;
+  /** ceiling of a live resize; default 4× cpus */
+  readonly maxCpus?: number;
+  /** ceiling of a live resize; default 4× memoryMb */
+  readonly maxMemoryMb?: number;
+}
+
+/** Limits of per-call sandboxes (per-call sessions and ephemeral calls). */
+export interface ContractPerCall {
+  /** a per-call command is killed after this long, whatever timeout the call asked for */
+  readonly maxSeconds: number;
 }
 
 /** Hard limits over the whole session; absent means unlimited. */
@@ -51,6 +61,23 @@ export interface ContractNetwork {
   readonly deniedDomains?: readonly string[];
 }
 
+/**
+ * A secret the egress gateway adds to requests for some hosts; the sandbox
+ * only ever sees a placeholder (see docs/network.md).
+ */
+export interface ContractCredential {
+  /** name of a secret stored with `airlock secrets set` */
+  readonly secret: string;
+  /** domain patterns (as in network.allowedDomains) whose HTTPS requests get the secret */
+  readonly hosts: readonly string[];
+  /** HTTP request header the gateway sets */
+  readonly header: string;
+  /** the header's value; `{secret}` stands for the secret */
+  readonly format: string;
+  /** environment variable holding the placeholder in the sandbox; defaults to the secret's name */
+  readonly env?: string;
+}
+
 /** One Cedar policy of a parsed contract, with its final id. */
 export interface ContractPolicy {
   readonly id: string;
@@ -70,11 +97,13 @@ export interface SessionContract {
   readonly budgets: ContractBudgets;
   readonly guard: { readonly maxIdenticalFailures: number };
   readonly idle: ContractIdle;
+  readonly perCall: ContractPerCall;
   readonly retention: { readonly snapshotDays?: number };
   readonly enforcement: EnforcementMode;
   /** one entry per Cedar policy; omitted in the input means "permit everything" */
   readonly policies: readonly ContractPolicy[];
   readonly network?: ContractNetwork;
+  readonly credentials?: readonly ContractCredential[];
 }
 
 /** Policy of a contract that has no `policies` key. */
@@ -117,6 +146,17 @@ function portInRange(value: string): boolean {
   return port === undefined || Number(port) <= 65535;
 }
 
+const credential = z.strictObject({
+  secret: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'expected a secret name: letters, digits and _ (not starting with a digit)'),
+  hosts: z.array(domain).min(1).max(100),
+  header: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'expected an HTTP header name such as "Authorization"'),
+  format: z
+    .string()
+    .max(1000)
+    .refine((value) => value.includes('{secret}') && !/[\r\n\0]/.test(value), { message: 'must contain {secret} and no line breaks, e.g. "Bearer {secret}"' }),
+  env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'expected an environment variable name').optional(),
+});
+
 /** The zod schema of a contract as written; policy entries are checked by the loader. */
 export const sessionContractSchema = z.strictObject({
   version: z.literal(1),
@@ -147,8 +187,18 @@ export const sessionContractSchema = z.strictObject({
       memoryMb: int(64, 262144).default(512),
       diskMb: int(64, 1048576).default(2048),
       maxProcesses: int(8, 65536).default(256),
+      maxCpus: z.number().min(0.1).max(64).optional(),
+      maxMemoryMb: int(64, 262144).optional(),
     })
-    .prefault({}),
+    .prefault({})
+    .superRefine((resources, context) => {
+      if (resources.maxCpus !== undefined && resources.maxCpus < resources.cpus) {
+        context.addIssue({ code: 'custom', path: ['maxCpus'], message: `must be at least cpus (${resources.cpus})` });
+      }
+      if (resources.maxMemoryMb !== undefined && resources.maxMemoryMb < resources.memoryMb) {
+        context.addIssue({ code: 'custom', path: ['maxMemoryMb'], message: `must be at least memoryMb (${resources.memoryMb})` });
+      }
+    }),
   budgets: z
     .strictObject({
       maxToolCalls: int(1, 10_000_000).optional(),
@@ -173,6 +223,7 @@ export const sessionContractSchema = z.strictObject({
         });
       }
     }),
+  perCall: z.strictObject({ maxSeconds: int(1, 86_400).default(600) }).prefault({}),
   retention: z.strictObject({ snapshotDays: int(1, 3650).optional() }).prefault({}),
   enforcement: z.enum(['enforce', 'log-only']).default('enforce'),
   policies: z.array(z.unknown()).max(MAX_POLICIES).optional(),
@@ -182,6 +233,7 @@ export const sessionContractSchema = z.strictObject({
       deniedDomains: z.array(domain).max(1000).optional(),
     })
     .optional(),
+  credentials: z.array(credential).max(100).optional(),
 });
 
 /** Where to read policy files from; without `baseDir`, `file` entries are refused. */
@@ -195,6 +247,9 @@ export function parseContract(input: unknown, options: ContractParseOptions = {}
   // Past the schema's limit the list is already an error; do not compile thousands of policies to say so.
   const checkable = Array.isArray(rawPolicies) && rawPolicies.length <= MAX_POLICIES;
   const policies = checkable ? resolveContractPolicies(rawPolicies, options, issues) : undefined;
+  if (parsed.success && parsed.data.credentials && parsed.data.credentials.length > 0 && !parsed.data.network) {
+    issues.push({ path: 'credentials', message: 'credentials are used by the egress gateway: add a network section with allowedDomains covering their hosts' });
+  }
   if (!parsed.success || issues.length > 0) throw invalidContract(issues);
   const contract = { ...parsed.data, policies: policies ?? [PERMIT_ALL_POLICY] };
   // The only cast: zod's output says `x?: T | undefined`; dropUndefined makes it `x?: T`.

@@ -61,27 +61,44 @@ export class LoopDisks implements SessionDisks {
   }
 
   async clone(fromSessionId: string, toSessionId: string): Promise<string> {
-    const from = this.dirOf(fromSessionId);
     const to = this.dirOf(toSessionId);
-    const source = await this.ensureMounted(fromSessionId);
     if (await exists(join(to, IMAGE))) {
       throw new AirlockError('INVALID_STATE', `session ${toSessionId} already has a disk; pick a new session id`);
     }
     await mkdir(join(to, MOUNT), { recursive: true });
     try {
-      await run('sync', ['-f', source]);
-      // A frozen filesystem has its journal flushed and blocks writers, so the copy is
-      // consistent even while the source session keeps running; thaw in every case.
-      await run('fsfreeze', ['--freeze', source]);
-      try {
-        await run('cp', ['--reflink=auto', '--sparse=always', join(from, IMAGE), join(to, IMAGE)]);
-      } finally {
-        await run('fsfreeze', ['--unfreeze', source]);
-      }
+      await this.frozenCopy(fromSessionId, join(to, IMAGE));
       await this.mount(toSessionId);
     } catch (error) {
       await this.destroy(toSessionId).catch(() => undefined);
       throw diskError(error, `cloning the disk of session ${fromSessionId} to ${toSessionId}`);
+    }
+    return join(to, MOUNT);
+  }
+
+  async snapshot(sessionId: string, destPath: string): Promise<void> {
+    if (await exists(destPath)) throw new AirlockError('INVALID_STATE', `${destPath} already exists; a snapshot's disk copy is written once`);
+    try {
+      await this.frozenCopy(sessionId, destPath);
+    } catch (error) {
+      await rm(destPath, { force: true });
+      throw diskError(error, `copying the disk of session ${sessionId} into a snapshot`);
+    }
+  }
+
+  async createFrom(sessionId: string, sourcePath: string): Promise<string> {
+    const to = this.dirOf(sessionId);
+    if (await exists(join(to, IMAGE))) {
+      throw new AirlockError('INVALID_STATE', `session ${sessionId} already has a disk; pick a new session id`);
+    }
+    await mkdir(join(to, MOUNT), { recursive: true });
+    try {
+      // Two mounted copies of one ext4 image share a UUID; ext4 does not mind (XFS would).
+      await run('cp', ['--reflink=auto', '--sparse=always', sourcePath, join(to, IMAGE)]);
+      await this.mount(sessionId);
+    } catch (error) {
+      await this.destroy(sessionId).catch(() => undefined);
+      throw diskError(error, `creating the disk of session ${sessionId} from the snapshot copy ${sourcePath}`);
     }
     return join(to, MOUNT);
   }
@@ -127,6 +144,23 @@ export class LoopDisks implements SessionDisks {
       }
     }
     return ids.sort();
+  }
+
+  /**
+   * Copies the session's image file to `dest` (copy-on-write where the host
+   * filesystem allows, sparse otherwise). Freezing syncs the filesystem and
+   * flushes its journal first, then blocks writers, so the copy is consistent
+   * even while the session keeps running; it is thawed in every case. (No
+   * separate `sync`: every process spawned here lengthens a snapshot's pause.)
+   */
+  private async frozenCopy(sessionId: string, dest: string): Promise<void> {
+    const source = await this.ensureMounted(sessionId);
+    await run('fsfreeze', ['--freeze', source]);
+    try {
+      await run('cp', ['--reflink=auto', '--sparse=always', join(this.dirOf(sessionId), IMAGE), dest]);
+    } finally {
+      await run('fsfreeze', ['--unfreeze', source]);
+    }
   }
 
   private async mount(sessionId: string): Promise<void> {

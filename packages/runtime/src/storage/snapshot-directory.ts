@@ -1,14 +1,19 @@
 /**
  * Snapshot artifacts in a host directory: `<root>/<snapshotId>/` holds what
- * the driver checkpointed, and `<root>/<snapshotId>.seal.json` its checksum,
- * kept outside the directory it covers.
+ * the driver checkpointed (and `disk.ext4`, the copy of the session disk, for
+ * snapshots that carry one), and `<root>/<snapshotId>.seal.json` its
+ * checksum, kept outside the directory it covers.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readdir, readFile, rm, stat, writeFile, rename } from 'node:fs/promises';
+import { link, mkdir, readdir, readFile, rm, stat, writeFile, rename } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { AirlockError } from '../core/errors.js';
 import type { SnapshotArtifacts } from '../core/snapshot-artifacts.js';
+import { sparseFileDigest } from './sparse-digest.js';
+
+/** File name of the disk copy inside a snapshot directory. */
+export const SNAPSHOT_DISK_FILE = 'disk.ext4';
 
 const ID_PATTERN = /^[a-z]+_[0-9a-z]+$/;
 
@@ -19,6 +24,27 @@ export class SnapshotDirectory implements SnapshotArtifacts {
   pathFor(snapshotId: string): string {
     if (!ID_PATTERN.test(snapshotId)) throw new AirlockError('INVALID_ARGUMENTS', `bad snapshot id ${JSON.stringify(snapshotId)}`);
     return join(this.root, snapshotId);
+  }
+
+  diskPathFor(snapshotId: string): string {
+    return join(this.pathFor(snapshotId), SNAPSHOT_DISK_FILE);
+  }
+
+  async derive(fromSnapshotId: string, toSnapshotId: string): Promise<void> {
+    const from = this.pathFor(fromSnapshotId);
+    const to = this.pathFor(toSnapshotId);
+    await mkdir(to, { recursive: false });
+    try {
+      // Checkpoint files are never written after the seal, so sharing their inodes is safe.
+      for (const file of await listFiles(from)) {
+        const target = join(to, relative(from, file));
+        await mkdir(join(target, '..'), { recursive: true });
+        await link(file, target);
+      }
+    } catch (error) {
+      await rm(to, { recursive: true, force: true });
+      throw new AirlockError('SNAPSHOT_CORRUPT', `cannot read snapshot ${fromSnapshotId} on disk to derive ${toSnapshotId} from it`, { cause: error, details: { snapshotId: fromSnapshotId } });
+    }
   }
 
   async seal(snapshotId: string): Promise<{ checksum: string; sizeBytes: number }> {
@@ -66,7 +92,13 @@ export class SnapshotDirectory implements SnapshotArtifacts {
   }
 }
 
-/** sha256 over every file of a tree: relative path, size and content, in sorted path order. */
+/**
+ * sha256 over every file of a tree: relative path, size and content, in
+ * sorted path order. A disk image (`*.ext4`) is hashed chunk-wise without its
+ * all-zero chunks (see sparse-digest.ts): a 2 GiB sparse disk then costs what
+ * it holds, not 2 GiB of reads. The size reported is what the files take on
+ * the host (allocated blocks), not their apparent size.
+ */
 async function digestTree(dir: string): Promise<{ checksum: string; sizeBytes: number }> {
   const files = await listFiles(dir);
   if (files.length === 0) throw new Error(`${dir} holds no files`);
@@ -74,10 +106,15 @@ async function digestTree(dir: string): Promise<{ checksum: string; sizeBytes: n
   let sizeBytes = 0;
   for (const file of files) {
     const info = await stat(file);
-    sizeBytes += info.size;
-    const content = createHash('sha256');
-    for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) content.update(chunk as Buffer);
-    tree.update(`${relative(dir, file)}\0${info.size}\0${content.digest('hex')}\n`);
+    sizeBytes += Math.min(info.size, info.blocks * 512);
+    let digest: string;
+    if (file.endsWith('.ext4')) digest = await sparseFileDigest(file, info.size);
+    else {
+      const content = createHash('sha256');
+      for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) content.update(chunk as Buffer);
+      digest = content.digest('hex');
+    }
+    tree.update(`${relative(dir, file)}\0${info.size}\0${digest}\n`);
   }
   return { checksum: `sha256:${tree.digest('hex')}`, sizeBytes };
 }

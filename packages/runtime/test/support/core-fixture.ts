@@ -2,7 +2,7 @@
  * The core wired to the fake driver, a real SQLite store in a temp dir and
  * in-memory disks and images: for fast unit tests of sessions and the pipeline.
  */
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakeDriver } from '../../src/drivers/fake/fake-driver.js';
 import { SqliteStore } from '../../src/stores/sqlite/sqlite-store.js';
@@ -30,6 +30,29 @@ export class DirectoryDisks implements SessionDisks {
   }
   async clone(_from: string, to: string): Promise<string> {
     return this.ensureMounted(to);
+  }
+  /** The copy is a JSON file of the disk's files (path → base64 content). */
+  async snapshot(sessionId: string, destPath: string): Promise<void> {
+    const dir = await this.ensureMounted(sessionId);
+    const files: Record<string, string> = {};
+    for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+      const path = join(dir, name);
+      if (statSync(path).isFile()) files[name] = readFileSync(path).toString('base64');
+    }
+    writeFileSync(destPath, JSON.stringify(files), { flag: 'wx' });
+  }
+  async createFrom(sessionId: string, sourcePath: string): Promise<string> {
+    const dir = await this.ensureMounted(sessionId);
+    const files = JSON.parse(readFileSync(sourcePath, 'utf8')) as Record<string, string>;
+    for (const [name, content] of Object.entries(files)) {
+      mkdirSync(join(dir, name, '..'), { recursive: true });
+      writeFileSync(join(dir, name), Buffer.from(content, 'base64'));
+    }
+    return dir;
+  }
+  /** Session ids that have a disk now. */
+  existing(): string[] {
+    return existsSync(this.root) ? readdirSync(this.root).sort() : [];
   }
   async sync(): Promise<void> {}
   async destroy(sessionId: string): Promise<void> {

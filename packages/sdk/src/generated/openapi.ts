@@ -501,6 +501,158 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** list secrets the egress gateway injects: names, sizes and dates, never values */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/secrets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /** store a secret (encrypted at rest); the value is never returned */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        value: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        post?: never;
+        /** delete a secret; sessions bound to it get a clear error on their next request */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions": {
         parameters: {
             query?: never;
@@ -811,6 +963,71 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/contract": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** replace a running session's network lists: a new contract version, audited as contract.updated, applied to the gateway at once */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        network: {
+                            allowedDomains?: string[];
+                            deniedDomains?: string[];
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        trace?: never;
+    };
     "/v1/sessions/{id}/exec": {
         parameters: {
             query?: {
@@ -893,7 +1110,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** fork into count branches (from the session now, or from snapshotId); branches lists each new session or {index, sessionId, error} */
+        /** fork into count branches (from the session now, or from snapshotId); each branch is a new session or {index, sessionId, error} */
         post: {
             parameters: {
                 query?: never;
@@ -930,12 +1147,14 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description forked: { snapshot, branches } */
+                /** @description forked */
                 201: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": components["schemas"]["ForkResult"];
+                    };
                 };
             };
         };
@@ -1003,6 +1222,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/keep-awake": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** keep the machine from pausing or suspending when idle (false lets it sleep again) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        keepAwake: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Session"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/pause": {
         parameters: {
             query?: never;
@@ -1025,6 +1308,293 @@ export interface paths {
                 cookie?: never;
             };
             requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Session"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/ports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** list exposed ports */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ExposedPortList"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** expose a port of the machine through the server */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        port: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description exposed */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ExposedPort"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/ports/{port}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                port: number;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** stop exposing a port */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    port: number;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/ports/{port}/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                path: string;
+                port: number;
+            };
+            cookie?: never;
+        };
+        /** HTTP proxied to the exposed port inside the machine (any method; wakes a sleeping machine; 502 PORT_UNREACHABLE when nothing listens) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    path: string;
+                    port: number;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/resize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** change the CPU and memory limits of the running machine in place, up to the contract ceiling (default 4× the start) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        cpus?: number;
+                        memoryMb?: number;
+                    };
+                };
+            };
             responses: {
                 /** @description error */
                 "4XX": {
@@ -1171,7 +1741,9 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": components["schemas"]["Snapshot"];
+                    };
                 };
             };
         };
@@ -1351,7 +1923,9 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": components["schemas"]["SnapshotList"];
+                    };
                 };
             };
         };
@@ -1407,7 +1981,9 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": components["schemas"]["Snapshot"];
+                    };
                 };
             };
         };
@@ -1448,7 +2024,9 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": components["schemas"]["Snapshot"];
+                    };
                 };
             };
         };
@@ -1732,7 +2310,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "POLICY_DENIED" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "DISK_FULL" | "PORT_UNREACHABLE" | "DRIVER_UNAVAILABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "AUDIT_UNAVAILABLE" | "INTERNAL";
+                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "POLICY_DENIED" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "SECRET_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "DISK_FULL" | "PORT_UNREACHABLE" | "DRIVER_UNAVAILABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "AUDIT_UNAVAILABLE" | "INTERNAL";
                 details?: Record<string, never>;
                 message: string;
             };
@@ -1758,6 +2336,19 @@ export interface components {
             stdinEncoding: "utf8" | "base64";
             /** @default 120000 */
             timeoutMs: number;
+        };
+        ExposedPort: {
+            path: string;
+            port: number;
+            url: string;
+        };
+        ExposedPortList: {
+            ports: {
+                path: string;
+                port: number;
+                url: string;
+            }[];
+            sessionId: string;
         };
         FileInfo: {
             mode: string;
@@ -1812,6 +2403,117 @@ export interface components {
             encoding: "utf8" | "base64";
             path: string;
         };
+        ForkBranchFailure: {
+            error: {
+                code: string;
+                details: {
+                    [key: string]: unknown;
+                };
+                message: string;
+            };
+            index: number;
+            sessionId: string | null;
+        };
+        ForkResult: {
+            branches: (({
+                contractVersion: number;
+                createdAt: string;
+                exposedPorts?: number[];
+                failure: {
+                    code: string;
+                    message: string;
+                } | null;
+                guard: {
+                    tripped: {
+                        at: string;
+                        callKey: string;
+                        count: number;
+                    } | null;
+                };
+                id: string;
+                idle?: {
+                    keepAwake: boolean;
+                    pauseAfterSeconds: number;
+                    suspendAfterSeconds: number;
+                } | null;
+                image: {
+                    digest: string;
+                    name: string;
+                };
+                lastActivityAt: string;
+                lineage: {
+                    branchIndex: number;
+                    parentSessionId: string;
+                    snapshotId: string;
+                } | null;
+                meters: {
+                    cpuSeconds: number;
+                    diskBytes: number;
+                    idleFractionUnpaid: number;
+                    memoryByteSeconds: number;
+                    pausedSeconds: number;
+                    peakMemoryBytes: number;
+                    perCallSeconds?: number;
+                    runningSeconds: number;
+                    snapshotBytes: number;
+                    suspendedSeconds: number;
+                    timeWeightedMemoryBytes: number;
+                    toolCalls: number;
+                };
+                /** @enum {string} */
+                mode: "machine" | "per-call";
+                pendingOperation: string | null;
+                principal: string;
+                resources: {
+                    cpus: number;
+                    diskMb: number;
+                    maxProcesses: number;
+                    memoryMb: number;
+                } & {
+                    [key: string]: unknown;
+                };
+                sandboxId: string | null;
+                snapshotId: string | null;
+                /** @enum {string} */
+                state: "creating" | "running" | "paused" | "suspended" | "terminated" | "failed";
+                stateSince: string;
+                tenant: string;
+                updatedAt: string;
+            } & {
+                [key: string]: unknown;
+            }) | {
+                error: {
+                    code: string;
+                    details: {
+                        [key: string]: unknown;
+                    };
+                    message: string;
+                };
+                index: number;
+                sessionId: string | null;
+            })[];
+            snapshot: {
+                checksum: string;
+                contents: ("memory" | "disk")[];
+                contractVersion: number;
+                createdAt: string;
+                deletedAt: string | null;
+                expiresAt: string | null;
+                id: string;
+                image: {
+                    digest: string;
+                    name: string;
+                };
+                name: string | null;
+                parentSnapshotId: string | null;
+                /** @enum {string} */
+                reason: "suspend" | "manual" | "fork";
+                sessionId: string;
+                sizeBytes: number;
+                /** @enum {string} */
+                state: "available" | "deleted" | "expired";
+            };
+        };
         Image: {
             createdAt: string;
             digest: string;
@@ -1853,6 +2555,7 @@ export interface components {
         Session: {
             contractVersion: number;
             createdAt: string;
+            exposedPorts?: number[];
             failure: {
                 code: string;
                 message: string;
@@ -1865,6 +2568,11 @@ export interface components {
                 } | null;
             };
             id: string;
+            idle?: {
+                keepAwake: boolean;
+                pauseAfterSeconds: number;
+                suspendAfterSeconds: number;
+            } | null;
             image: {
                 digest: string;
                 name: string;
@@ -1882,6 +2590,7 @@ export interface components {
                 memoryByteSeconds: number;
                 pausedSeconds: number;
                 peakMemoryBytes: number;
+                perCallSeconds?: number;
                 runningSeconds: number;
                 snapshotBytes: number;
                 suspendedSeconds: number;
@@ -1914,6 +2623,7 @@ export interface components {
             sessions: ({
                 contractVersion: number;
                 createdAt: string;
+                exposedPorts?: number[];
                 failure: {
                     code: string;
                     message: string;
@@ -1926,6 +2636,11 @@ export interface components {
                     } | null;
                 };
                 id: string;
+                idle?: {
+                    keepAwake: boolean;
+                    pauseAfterSeconds: number;
+                    suspendAfterSeconds: number;
+                } | null;
                 image: {
                     digest: string;
                     name: string;
@@ -1943,6 +2658,7 @@ export interface components {
                     memoryByteSeconds: number;
                     pausedSeconds: number;
                     peakMemoryBytes: number;
+                    perCallSeconds?: number;
                     runningSeconds: number;
                     snapshotBytes: number;
                     suspendedSeconds: number;
@@ -1979,11 +2695,56 @@ export interface components {
             memoryByteSeconds: number;
             pausedSeconds: number;
             peakMemoryBytes: number;
+            perCallSeconds?: number;
             runningSeconds: number;
             snapshotBytes: number;
             suspendedSeconds: number;
             timeWeightedMemoryBytes: number;
             toolCalls: number;
+        };
+        Snapshot: {
+            checksum: string;
+            contents: ("memory" | "disk")[];
+            contractVersion: number;
+            createdAt: string;
+            deletedAt: string | null;
+            expiresAt: string | null;
+            id: string;
+            image: {
+                digest: string;
+                name: string;
+            };
+            name: string | null;
+            parentSnapshotId: string | null;
+            /** @enum {string} */
+            reason: "suspend" | "manual" | "fork";
+            sessionId: string;
+            sizeBytes: number;
+            /** @enum {string} */
+            state: "available" | "deleted" | "expired";
+        };
+        SnapshotList: {
+            snapshots: {
+                checksum: string;
+                contents: ("memory" | "disk")[];
+                contractVersion: number;
+                createdAt: string;
+                deletedAt: string | null;
+                expiresAt: string | null;
+                id: string;
+                image: {
+                    digest: string;
+                    name: string;
+                };
+                name: string | null;
+                parentSnapshotId: string | null;
+                /** @enum {string} */
+                reason: "suspend" | "manual" | "fork";
+                sessionId: string;
+                sizeBytes: number;
+                /** @enum {string} */
+                state: "available" | "deleted" | "expired";
+            }[];
         };
         ToolCall: {
             arguments: {

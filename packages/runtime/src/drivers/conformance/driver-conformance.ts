@@ -8,6 +8,8 @@ import { commandCases } from './command-cases.js';
 import type { ConformanceContext } from './conformance-context.js';
 import { containmentCases } from './containment-cases.js';
 import { lifecycleCases } from './lifecycle-cases.js';
+import { identityCases } from './identity-cases.js';
+import { portCases } from './port-cases.js';
 
 /** What a driver's test file provides to the suite. */
 export type { ConformanceContext, SpecOptions } from './conformance-context.js';
@@ -31,6 +33,8 @@ export function runDriverConformance(name: string, makeContext: () => Promise<Co
     });
     commandCases(getContext);
     lifecycleCases(getContext);
+    identityCases(getContext);
     containmentCases(getContext);
+    portCases(getContext);
   });
 }

@@ -3,6 +3,8 @@
  * For fast unit tests of the core only; every user-facing behaviour is also
  * tested against the gVisor driver.
  */
+import type { Duplex } from 'node:stream';
+import { AirlockError } from '../../core/errors.js';
 import type {
   CheckpointResult,
   DriverCapabilities,
@@ -10,6 +12,7 @@ import type {
   ExecRequest,
   SandboxDriver,
   SandboxHandle,
+  SandboxIdentity,
   SandboxListing,
   SandboxResources,
   SandboxSpec,
@@ -32,8 +35,14 @@ export class FakeDriver implements SandboxDriver {
   /** every exec, in order */
   readonly execs: { sandboxId: string; argv: string[] }[] = [];
   readonly sandboxes = new Map<string, 'running' | 'paused'>();
+  /** identity given to each sandbox by `personalize` */
+  readonly identities = new Map<string, { hostname: string; machineId: string }>();
   /** answers execs; by default: exit 0, stdout = last argv element (what path resolution expects) */
   handler: (argv: string[]) => FakeExecAnswer = (argv) => ({ stdout: argv.at(-1) ?? '' });
+  /** answers `connect`; by default nothing listens anywhere */
+  connectHandler: (sandboxId: string, port: number) => Duplex = (sandboxId, port) => {
+    throw new AirlockError('PORT_UNREACHABLE', `nothing listens on port ${port} in fake sandbox ${sandboxId}`);
+  };
 
   async checkHost(): Promise<void> {}
 
@@ -60,6 +69,11 @@ export class FakeDriver implements SandboxDriver {
     return this.start(spec);
   }
 
+  async personalize(handle: SandboxHandle, identity: SandboxIdentity): Promise<void> {
+    if (!this.sandboxes.has(handle.sandboxId)) throw new Error(`fake sandbox ${handle.sandboxId} is not running`);
+    this.identities.set(handle.sandboxId, { hostname: identity.hostname, machineId: identity.machineId });
+  }
+
   async pause(handle: SandboxHandle): Promise<void> {
     this.sandboxes.set(handle.sandboxId, 'paused');
   }
@@ -80,6 +94,11 @@ export class FakeDriver implements SandboxDriver {
 
   async destroy(handle: SandboxHandle): Promise<void> {
     this.sandboxes.delete(handle.sandboxId);
+  }
+
+  async connect(handle: SandboxHandle, port: number): Promise<Duplex> {
+    if (this.sandboxes.get(handle.sandboxId) !== 'running') throw new Error(`fake sandbox ${handle.sandboxId} is not running`);
+    return this.connectHandler(handle.sandboxId, port);
   }
 
   async list(): Promise<SandboxListing[]> {

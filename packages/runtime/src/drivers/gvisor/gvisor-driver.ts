@@ -15,6 +15,7 @@ import type {
   ExecRequest,
   SandboxDriver,
   SandboxHandle,
+  SandboxIdentity,
   SandboxListing,
   SandboxResources,
   SandboxSpec,
@@ -40,6 +41,11 @@ import {
   type SandboxPaths,
 } from './sandbox-files.js';
 import { superviseCommand, type SupervisedOutcome } from './supervised-command.js';
+import { NETSTACK_WRAPPER, SandboxNetworks } from './sandbox-network.js';
+import { connectPort } from './port-connection.js';
+import { START_MARKER_PRINTF, StartMarkerFilter } from './start-marker.js';
+import type { Duplex } from 'node:stream';
+import { personalizeSandbox } from './sandbox-identity.js';
 
 /** Options of the gVisor driver. */
 export interface GvisorDriverOptions {
@@ -66,13 +72,14 @@ interface GvisorHandleData {
 export class GvisorDriver implements SandboxDriver {
   readonly specificationVersion = 'v1' as const;
   readonly name = 'gvisor';
-  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: false, resize: true, pause: true };
+  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: true, resize: true, pause: true };
   readonly toolboxPath = TOOLBOX_PATH;
 
   private readonly runsc: Runsc;
   private readonly stateRoot: string;
   private readonly toolboxHostPath: string;
   private readonly platform: 'systrap' | 'ptrace';
+  private readonly networks: SandboxNetworks;
 
   constructor(options: GvisorDriverOptions) {
     if ((options.platform as string | undefined) === 'kvm') {
@@ -82,11 +89,17 @@ export class GvisorDriver implements SandboxDriver {
     this.toolboxHostPath = options.toolboxHostPath ?? '/bin/busybox';
     this.platform = options.platform ?? 'systrap';
     this.runsc = new Runsc({ binary: options.runscPath ?? '/usr/bin/runsc', stateRoot: join(options.stateRoot, 'runsc') });
+    this.networks = new SandboxNetworks(options.stateRoot);
   }
 
   async checkHost(): Promise<void> {
     await checkGvisorHost(this.runsc, this.toolboxHostPath);
     await this.ensureRoots();
+    // At start-up nothing is being created: a namespace without its runsc container is a crash leftover.
+    for (const sandboxId of await this.networks.list()) {
+      if (!(await this.runsc.state(containerIdOf(sandboxId)))) await this.networks.remove(sandboxId);
+    }
+    await this.networks.pruneFirewall();
   }
 
   async start(spec: SandboxSpec): Promise<SandboxHandle> {
@@ -95,9 +108,12 @@ export class GvisorDriver implements SandboxDriver {
 
   async exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecOutcome> {
     const { stateDir } = handleData(handle);
-    const outcome = await execCommand(this.runsc, containerIdOf(handle.sandboxId), stateDir, request);
+    // The relay prints the start marker (see in-sandbox-scripts.ts); transient commands run without it.
+    const marker = request.transient ? undefined : new StartMarkerFilter(request.onStdout);
+    const outcome = await execCommand(this.runsc, containerIdOf(handle.sandboxId), stateDir, marker ? { ...request, onStdout: marker.push } : request);
+    marker?.flush();
     if (outcome.exitCode !== 0 && !outcome.timedOut && !outcome.aborted) await this.assertAlive(handle, outcome);
-    return { exitCode: outcome.exitCode, timedOut: outcome.timedOut, aborted: outcome.aborted, durationMs: outcome.durationMs };
+    return { exitCode: outcome.exitCode, timedOut: outcome.timedOut, aborted: outcome.aborted, durationMs: outcome.durationMs, ...startOf(marker) };
   }
 
   async runOnce(spec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome> {
@@ -108,26 +124,32 @@ export class GvisorDriver implements SandboxDriver {
     const handle = this.handleOf(spec);
     try {
       await this.ensureRoots();
+      const netnsPath = await this.attachNetwork(spec);
       const paths = await prepareSandboxFiles({
         spec,
+        ...(netnsPath === undefined ? {} : { netnsPath }),
         skeletonDir: this.skeletonDir(),
         toolboxHostPath: this.toolboxHostPath,
-        args: argv,
+        // The wrapper marks the moment the command starts, so the caller can tell boot from run.
+        args: [TOOLBOX_PATH, 'sh', '-c', `printf '${START_MARKER_PRINTF}'; exec "$@"`, 'airlock-once', ...argv],
         cwd: request.cwd,
         env: { ...spec.env, ...request.env },
       });
       const containerId = containerIdOf(spec.sandboxId);
       // root:memory: the per-call root layer is thrown away with the sandbox; only /workspace persists.
-      const child = this.runsc.spawn([...this.launchFlags(paths, 'root:memory'), 'run', `--bundle=${paths.bundleDir}`, containerId], {
+      const child = this.runsc.spawn([...this.launchFlags(paths, 'root:memory', netnsPath !== undefined), 'run', `--bundle=${paths.bundleDir}`, containerId], {
         stdio: 'pipe',
         cwd: paths.bundleDir,
+        ...(netnsPath === undefined ? {} : { wrapper: NETSTACK_WRAPPER }),
       });
       const killInSandbox = async (): Promise<void> => {
         const killed = await this.runsc.run(['kill', containerId, 'KILL'], { timeoutMs: 5_000 });
         if (killed.code !== 0) await this.runsc.run(['delete', '-force', containerId], { timeoutMs: 30_000 });
       };
-      const outcome = await superviseCommand(child, { request, killInSandbox });
-      return { exitCode: outcome.exitCode, timedOut: outcome.timedOut, aborted: outcome.aborted, durationMs: outcome.durationMs };
+      const marker = new StartMarkerFilter(request.onStdout);
+      const outcome = await superviseCommand(child, { request: { ...request, onStdout: marker.push }, killInSandbox });
+      marker.flush();
+      return { exitCode: outcome.exitCode, timedOut: outcome.timedOut, aborted: outcome.aborted, durationMs: outcome.durationMs, ...startOf(marker) };
     } finally {
       await this.destroy(handle);
     }
@@ -186,6 +208,11 @@ export class GvisorDriver implements SandboxDriver {
     return this.launch(spec, imageDir);
   }
 
+  async personalize(handle: SandboxHandle, identity: SandboxIdentity): Promise<void> {
+    // No liveness probe first: it is called right after a restore, and the exec fails on a dead sandbox anyway.
+    await personalizeSandbox(this.runsc, containerIdOf(handle.sandboxId), identity);
+  }
+
   async pause(handle: SandboxHandle): Promise<void> {
     await this.requireAlive(handle);
     await this.runsc.check(['pause', containerIdOf(handle.sandboxId)], `pausing ${handle.sandboxId}`);
@@ -216,9 +243,12 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   async destroy(handle: SandboxHandle): Promise<void> {
+    // First, and even for a handle without driverData (orphans): the sandbox loses its only link at once.
+    await this.networks.remove(handle.sandboxId);
     const { stateDir } = handleData(handle);
     const containerId = containerIdOf(handle.sandboxId);
-    const state = await this.runsc.state(containerId);
+    // A one-shot sandbox is usually gone already (`runsc run` deletes it on exit): skip two runsc calls then.
+    const state = (await this.hasRunscState(containerId)) ? await this.runsc.state(containerId) : undefined;
     if (state) {
       // delete -force kills the sandbox (paused or not) and removes runsc's state and cgroup.
       await this.runsc.run(['delete', '-force', containerId], { timeoutMs: 60_000 });
@@ -236,6 +266,10 @@ export class GvisorDriver implements SandboxDriver {
     await this.removeRunscState(containerId);
     await removeCgroups(handle.sandboxId);
     await removeSandboxFiles(stateDir);
+  }
+
+  async connect(handle: SandboxHandle, port: number): Promise<Duplex> {
+    return connectPort(this.runsc, containerIdOf(handle.sandboxId), handle.sandboxId, port);
   }
 
   async list(): Promise<SandboxListing[]> {
@@ -259,8 +293,10 @@ export class GvisorDriver implements SandboxDriver {
       throw new AirlockError('INVALID_STATE', `sandbox ${spec.sandboxId} already exists; use a new sandboxId for every start or restore`);
     }
     try {
+      const netnsPath = await this.attachNetwork(spec);
       const paths = await prepareSandboxFiles({
         spec,
+        ...(netnsPath === undefined ? {} : { netnsPath }),
         skeletonDir: this.skeletonDir(),
         toolboxHostPath: this.toolboxHostPath,
         // init must be identical for run and restore: restore re-checks the spec's process.
@@ -274,9 +310,10 @@ export class GvisorDriver implements SandboxDriver {
         ? ['restore', `--image-path=${imageDir}`, '--detach', `--bundle=${paths.bundleDir}`, containerId]
         : ['run', '--detach', `--bundle=${paths.bundleDir}`, containerId];
       const doing = imageDir ? `restoring ${spec.sandboxId} from ${imageDir}` : `starting ${spec.sandboxId}`;
-      const result = await this.runsc.runWithLog([...this.launchFlags(paths, `root:dir=${paths.overlayDir}`), ...command], {
+      const result = await this.runsc.runWithLog([...this.launchFlags(paths, `root:dir=${paths.overlayDir}`, netnsPath !== undefined), ...command], {
         logPath: paths.logPath,
         cwd: paths.bundleDir,
+        ...(netnsPath === undefined ? {} : { wrapper: NETSTACK_WRAPPER }),
       });
       if (result.code !== 0) throw runscFailure(doing, { ...result, stderr: await logTail(paths.logPath) });
       return handle;
@@ -286,9 +323,18 @@ export class GvisorDriver implements SandboxDriver {
     }
   }
 
-  /** Flags of `run` and `restore`: no network yet, the root layer's overlay, the platform. */
-  private launchFlags(paths: SandboxPaths, overlay: string): string[] {
-    return ['--network=none', `--overlay2=${overlay}`, `--platform=${this.platform}`, `--panic-log=${paths.panicLogPath}`];
+  /**
+   * Flags of `run` and `restore`: the network (none, or gVisor's own stack in the sandbox's
+   * namespace, see sandbox-network.ts), the root layer's overlay, the platform.
+   */
+  private launchFlags(paths: SandboxPaths, overlay: string, networked = false): string[] {
+    return [networked ? '--network=sandbox' : '--network=none', `--overlay2=${overlay}`, `--platform=${this.platform}`, `--panic-log=${paths.panicLogPath}`];
+  }
+
+  /** Builds the sandbox's namespace when its spec asks for a network; its path for the OCI spec. */
+  private async attachNetwork(spec: SandboxSpec): Promise<string | undefined> {
+    if (!spec.network) return undefined;
+    return (await this.networks.create(spec.sandboxId, spec.network)).netnsPath;
   }
 
   private handleOf(spec: SandboxSpec): SandboxHandle {
@@ -328,6 +374,12 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   /** Removes runsc's files of a container that `delete` could not remove (runsc killed mid-way). */
+  /** Whether runsc keeps any state of the container (its files exist from create to delete). */
+  private async hasRunscState(containerId: string): Promise<boolean> {
+    const names = await readdir(join(this.stateRoot, 'runsc')).catch(() => [] as string[]);
+    return names.some((name) => name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`);
+  }
+
   private async removeRunscState(containerId: string): Promise<void> {
     const root = join(this.stateRoot, 'runsc');
     for (const name of await readdir(root).catch(() => [] as string[])) {
@@ -343,6 +395,11 @@ export class GvisorDriver implements SandboxDriver {
     await mkdir(join(this.stateRoot, 'runsc'), { recursive: true, mode: 0o700 });
     await ensureSkeleton(this.skeletonDir());
   }
+}
+
+/** `{ startMs }` when the command's start marker was seen. */
+function startOf(marker: StartMarkerFilter | undefined): { startMs?: number } {
+  return marker?.startMs === undefined ? {} : { startMs: marker.startMs };
 }
 
 function containerIdOf(sandboxId: string): string {

@@ -28,6 +28,8 @@
  * a fork bomb exhausts the command's quota, never init's.
  */
 
+import { START_MARKER_PRINTF } from './start-marker.js';
+
 /** Where the driver bind-mounts a static busybox (read-only) in every sandbox. */
 export const TOOLBOX_PATH = '/.airlock/bin/busybox';
 /** A sandbox-private tmpfs holding the control fifo and the command slots. */
@@ -97,7 +99,8 @@ $B rm -f $J.*
 /**
  * Runs under \`runsc exec\`: $1 the command script, $2 "1" when the caller
  * sends stdin. Claims the ready slot (an O_EXCL create holding its own pid,
- * so the kill script can find the slot), streams the output, waits for the
+ * so the kill script can find the slot), prints the start marker (see
+ * start-marker.ts) as it starts the command, streams the output, waits for the
  * exit code, lets the output drain (at most ~150 ms while background
  * processes still hold the pipes), then kills its own helpers: no
  * exec-owned process may keep host pipes (it would also spoil a checkpoint).
@@ -124,6 +127,7 @@ printf '%s' "$1" >$J.cmd
 exec 5<>$J.rc
 echo >$J.g1
 echo >$J.g2
+printf '${START_MARKER_PRINTF}'
 echo "$2" >$J.go
 $B cat $J.out & op=$!
 $B cat $J.err >&2 & ep=$!

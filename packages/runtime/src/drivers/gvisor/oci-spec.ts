@@ -28,6 +28,10 @@ export interface OciSpecInput {
   cwd: string;
   /** RLIMIT_NPROC of the first process; defaults to resources.maxProcesses */
   processLimit?: number;
+  /** network namespace to run in (a networked sandbox); absent: a new, empty one */
+  netnsPath?: string;
+  /** host files bind-mounted read-only over existing sandbox files (resolv.conf, CA bundle) */
+  files?: readonly { hostPath: string; sandboxPath: string }[];
 }
 
 /** The OCI runtime spec for one sandbox. */
@@ -61,6 +65,7 @@ export function buildOciSpec(input: OciSpecInput): Record<string, unknown> {
       { destination: WORKSPACE_PATH, type: 'bind', source: input.workspaceHostDir, options: ['rbind', 'rw'] },
       { destination: TOOLBOX_PATH, type: 'bind', source: input.toolboxHostPath, options: ['rbind', 'ro'] },
       { destination: RUN_DIR, type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=700'] },
+      ...(input.files ?? []).map((file) => ({ destination: file.sandboxPath, type: 'bind', source: file.hostPath, options: ['rbind', 'ro'] })),
     ],
     linux: {
       cgroupsPath: cgroupPathOf(input.sandboxId),
@@ -69,7 +74,7 @@ export function buildOciSpec(input: OciSpecInput): Record<string, unknown> {
         cpu: { quota: cpuQuotaUs(input.resources.cpus), period: CPU_PERIOD_US },
         pids: { limit: pidsBackstop(input.resources.maxProcesses) },
       },
-      namespaces: [{ type: 'pid' }, { type: 'network' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }],
+      namespaces: [{ type: 'pid' }, { type: 'network', ...(input.netnsPath ? { path: input.netnsPath } : {}) }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }],
     },
   };
 }

@@ -70,9 +70,13 @@ export class Runsc {
     return result;
   }
 
-  /** Starts `runsc <args>` as a child the caller owns (exec, run of a one-shot sandbox). */
-  spawn(args: string[], options: { stdio: StdioOptions; cwd?: string }): ChildProcess {
-    return spawn(this.options.binary, [...this.globalArgs(), ...args], {
+  /**
+   * Starts `runsc <args>` as a child the caller owns (exec, run of a one-shot sandbox).
+   * `wrapper` is a command line that ends by exec-ing its arguments (see NETSTACK_WRAPPER).
+   */
+  spawn(args: string[], options: { stdio: StdioOptions; cwd?: string; wrapper?: readonly string[] }): ChildProcess {
+    const [file, argv] = this.commandLine(args, options.wrapper);
+    return spawn(file, argv, {
       stdio: options.stdio,
       ...(options.cwd ? { cwd: options.cwd } : {}),
     });
@@ -84,11 +88,12 @@ export class Runsc {
    * sandbox, so pipes would never close (pitfall 2), and a file without O_APPEND gets
    * overwritten at runsc's own offset (pitfall 1).
    */
-  async runWithLog(args: string[], options: { logPath: string; cwd: string; timeoutMs?: number }): Promise<RunscResult> {
+  async runWithLog(args: string[], options: { logPath: string; cwd: string; timeoutMs?: number; wrapper?: readonly string[] }): Promise<RunscResult> {
     const log = await open(options.logPath, 'a');
     const before = (await log.stat()).size;
     try {
-      const child = spawn(this.options.binary, [...this.globalArgs(), ...args], { cwd: options.cwd, stdio: ['ignore', log.fd, log.fd] });
+      const [file, argv] = this.commandLine(args, options.wrapper);
+      const child = spawn(file, argv, { cwd: options.cwd, stdio: ['ignore', log.fd, log.fd] });
       const code = await new Promise<number>((resolve, reject) => {
         const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
         child.once('error', (error: NodeJS.ErrnoException) => {
@@ -105,6 +110,12 @@ export class Runsc {
     } finally {
       await log.close();
     }
+  }
+
+  private commandLine(args: string[], wrapper: readonly string[] | undefined): [string, string[]] {
+    const direct = [this.options.binary, ...this.globalArgs(), ...args];
+    const [file, ...argv] = wrapper && wrapper.length > 0 ? [...wrapper, ...direct] : direct;
+    return [file ?? this.options.binary, argv];
   }
 
   /** `runsc state ID`, or undefined when runsc does not know the container. */
@@ -150,6 +161,15 @@ export function runscMissing(binary: string, cause?: unknown): AirlockError {
 export function runscFailure(doing: string, result: RunscResult): AirlockError {
   const output = `${result.stderr}\n${result.stdout}`.trim();
   const tail = output.split('\n').slice(-6).join('\n').slice(-2000);
+  const connection = /cannot be saved in connected state: local (\S+), remote (\S+?):?$/m.exec(output);
+  if (connection) {
+    // gVisor's netstack cannot save TCP connections on eth0 (loopback ones are fine).
+    return new AirlockError(
+      'SESSION_BUSY',
+      `${doing}: a TCP connection of the sandbox is still open (${connection[1]} to ${connection[2]}) and gVisor cannot save open network connections; close it (or wait until it ends) and retry`,
+      { details: { local: connection[1], remote: connection[2] } },
+    );
+  }
   if (/no space left on device|ENOSPC/i.test(output)) {
     return new AirlockError('DISK_FULL', `${doing}: no space left on device; free space or raise the disk limit`, { details: { output: tail } });
   }

@@ -8,7 +8,7 @@
  *   <diskDir>/overlay/              the rootfs overlay's filestore (on the session disk)
  *   <diskDir>/workspace/            bind-mounted at /workspace
  */
-import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
 import type { SandboxSpec } from '../../core/sandbox-driver.js';
@@ -78,6 +78,8 @@ export async function prepareSandboxFiles(options: {
   cwd: string;
   env: Record<string, string>;
   processLimit?: number;
+  /** the sandbox's network namespace, when it has a network */
+  netnsPath?: string;
 }): Promise<SandboxPaths> {
   const { spec } = options;
   const paths = sandboxPaths(spec.stateDir, spec.diskDir);
@@ -102,6 +104,7 @@ export async function prepareSandboxFiles(options: {
     args: options.args,
     cwd: options.cwd,
     ...(options.processLimit === undefined ? {} : { processLimit: options.processLimit }),
+    ...(options.netnsPath === undefined ? {} : { netnsPath: options.netnsPath, files: await existingFiles(spec) }),
   });
   await writeFile(join(paths.bundleDir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   return paths;
@@ -151,6 +154,16 @@ export async function isProcessAlive(pid: number): Promise<boolean> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
   const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
   return stat !== '' && state !== 'Z' && state !== 'X';
+}
+
+// A bind mount needs its mount point, and the read-only rootfs view cannot get new ones: only files the image has.
+async function existingFiles(spec: SandboxSpec): Promise<{ hostPath: string; sandboxPath: string }[]> {
+  const files: { hostPath: string; sandboxPath: string }[] = [];
+  for (const file of spec.network?.files ?? []) {
+    const inImage = await lstat(join(spec.rootfsDir, file.sandboxPath)).catch(() => undefined);
+    if (inImage?.isFile()) files.push(file);
+  }
+  return files;
 }
 
 async function isDirectory(path: string): Promise<boolean> {

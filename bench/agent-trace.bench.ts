@@ -1,0 +1,139 @@
+/**
+ * Issue 5's benchmark: replays one recorded-shape agent trace (tool calls
+ * separated by model turns) against (a) a session machine that never
+ * sleeps, (b) a session machine that pauses and suspends when idle, and
+ * (c) per-call mode, through the SDK against a real server on gVisor.
+ *
+ * The trace is drawn from lognormal distributions with the medians measured
+ * on real coding-agent sessions (tool call 0.5 s, model turn 2.7 s) and long
+ * tails. Time is compressed so the three replays fit in about ten minutes:
+ * think times and call durations are scaled (printed with the results), and
+ * (b)'s idle timeouts are given in the compressed time.
+ *
+ * Usage: npx tsx bench/agent-trace.bench.ts [calls=200] [thinkScale=0.08] [callScale=0.2]
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServer } from '@airlock/runtime';
+import { Sandbox } from '@airlock/sdk';
+import { quantile } from './stats.js';
+
+const calls = Number.parseInt(process.argv[2] ?? '200', 10);
+const thinkScale = Number.parseFloat(process.argv[3] ?? '0.08');
+const callScale = Number.parseFloat(process.argv[4] ?? '0.2');
+/** Measured medians (seconds) and the spread we give their tails. */
+const CALL = { median: 0.5, sigma: 1.1, cap: 60 };
+const THINK = { median: 2.7, sigma: 1.2, cap: 300 };
+/** (b)'s idle timeouts, in compressed seconds (the contract takes whole seconds). */
+const SLEEPY = { pauseAfterSeconds: 1, suspendAfterSeconds: 2 };
+
+interface Step {
+  callSeconds: number;
+  thinkSeconds: number;
+}
+
+interface ModeResult {
+  mode: string;
+  wallSeconds: number;
+  heldSeconds: number;
+  unpausedSeconds: number;
+  added: number[];
+  resumes: number[];
+  wakes: { unpaused: number; restored: number };
+}
+
+/** A small seeded PRNG (mulberry32), so every run replays the same trace. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function lognormal(next: () => number, median: number, sigma: number, cap: number): number {
+  const z = Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
+  return Math.min(cap, median * Math.exp(sigma * z));
+}
+
+function trace(count: number): Step[] {
+  const next = random(20261129);
+  return Array.from({ length: count }, () => ({
+    callSeconds: lognormal(next, CALL.median, CALL.sigma, CALL.cap) * callScale,
+    thinkSeconds: lognormal(next, THINK.median, THINK.sigma, THINK.cap) * thinkScale,
+  }));
+}
+
+async function replay(mode: string, steps: Step[], create: () => Promise<Sandbox>): Promise<ModeResult> {
+  const sandbox = await create();
+  await sandbox.commands.run(['true']);
+  const added: number[] = [];
+  const resumes: number[] = [];
+  const started = performance.now();
+  for (const [index, step] of steps.entries()) {
+    await new Promise((resolve) => setTimeout(resolve, step.thinkSeconds * 1000));
+    const before = performance.now();
+    const result = await sandbox.commands.run(['sleep', step.callSeconds.toFixed(3)]);
+    if (result.exitCode !== 0) throw new Error(`call ${index} failed: ${result.stderr}`);
+    added.push(performance.now() - before - step.callSeconds * 1000);
+    resumes.push(result.timing.resumeMs);
+    if ((index + 1) % 50 === 0) process.stderr.write(`  ${mode}: ${index + 1}/${steps.length} calls\n`);
+  }
+  const wallSeconds = (performance.now() - started) / 1000;
+  const info = await sandbox.getInfo();
+  const types = (await sandbox.audit()).map((record) => record.type);
+  await sandbox.kill();
+  const meters = info.meters;
+  const perCall = info.mode === 'per-call';
+  return {
+    mode,
+    wallSeconds,
+    heldSeconds: perCall ? (meters.perCallSeconds ?? 0) : meters.runningSeconds + meters.pausedSeconds,
+    unpausedSeconds: perCall ? (meters.perCallSeconds ?? 0) : meters.runningSeconds,
+    added,
+    resumes,
+    wakes: { unpaused: types.filter((type) => type === 'session.unpaused').length, restored: types.filter((type) => type === 'session.resumed').length },
+  };
+}
+
+function row(result: ModeResult): string {
+  const ms = (value: number) => value.toFixed(0);
+  return `| ${result.mode} | ${result.heldSeconds.toFixed(1)} | ${result.unpausedSeconds.toFixed(1)} | ${ms(quantile(result.added, 0.5))} | ${ms(quantile(result.added, 0.99))} | ${result.wallSeconds.toFixed(1)} | ${result.wakes.unpaused} / ${result.wakes.restored} |`;
+}
+
+// The image the tests build is shared through this directory; a data dir of its own would need a build.
+if (!process.env['AIRLOCK_IMAGES_DIR'] && existsSync('/var/tmp/airlock-test/images')) process.env['AIRLOCK_IMAGES_DIR'] = '/var/tmp/airlock-test/images';
+const work = mkdtempSync('/var/tmp/airlock-bench-trace-');
+const server = await startServer({ dataDir: join(work, 'data'), host: '127.0.0.1', port: 0, token: 'bench' });
+const connection = { url: server.url, token: 'bench' };
+try {
+  const steps = trace(calls);
+  const sum = (pick: (step: Step) => number) => steps.reduce((total, step) => total + pick(step), 0);
+  const quantileOf = (pick: (step: Step) => number, q: number) => quantile(steps.map(pick), q);
+  const results: ModeResult[] = [];
+  results.push(await replay('(a) machine, never sleeps', steps, () => Sandbox.create({ ...connection, contract: { version: 1, idle: { suspendAfterSeconds: 300, keepAwake: true } } })));
+  results.push(await replay('(b) machine, sleeps when idle', steps, () => Sandbox.create({ ...connection, contract: { version: 1, idle: SLEEPY } })));
+  results.push(await replay('(c) per-call sandboxes', steps, () => Sandbox.create({ ...connection, mode: 'per-call' })));
+  const lines = [
+    `### Agent trace replay: ${calls} calls`,
+    '',
+    `Trace: tool-call durations lognormal (median ${CALL.median} s, σ ${CALL.sigma}), model turns lognormal (median ${THINK.median} s, σ ${THINK.sigma}), seeded.`,
+    `**Time compressed**: think times ×${thinkScale}, call durations ×${callScale}. In the replay: call median ${quantileOf((s) => s.callSeconds, 0.5).toFixed(2)} s (p99 ${quantileOf((s) => s.callSeconds, 0.99).toFixed(2)} s, total ${sum((s) => s.callSeconds).toFixed(1)} s), think median ${quantileOf((s) => s.thinkSeconds, 0.5).toFixed(2)} s (p99 ${quantileOf((s) => s.thinkSeconds, 0.99).toFixed(2)} s, total ${sum((s) => s.thinkSeconds).toFixed(1)} s).`,
+    `(b) pauses after ${SLEEPY.pauseAfterSeconds} s and suspends after ${SLEEPY.suspendAfterSeconds} s of idleness in compressed time (${(SLEEPY.pauseAfterSeconds / thinkScale).toFixed(1)} s and ${(SLEEPY.suspendAfterSeconds / thinkScale).toFixed(1)} s of real think time).`,
+    '',
+    '| mode | compute-s held (sandbox existed) | compute-s unpaused | added latency p50 (ms) | added latency p99 (ms) | wall (s) | wakes from pause / suspend |',
+    '|---|---|---|---|---|---|---|',
+    ...results.map(row),
+    '',
+    'Added latency: client-observed time of a call minus the command\'s own run time (the `sleep` it ran). Compute-seconds: for machines, the session\'s running (+ paused) seconds from its meters over the whole replay; for per-call, the summed lifetime of the per-call sandboxes (`perCallSeconds`).',
+  ];
+  const resumed = results[1]?.resumes.filter((value) => value > 0) ?? [];
+  if (resumed.length > 0) lines.push(`(b) wake-ups seen by callers: ${resumed.length}, resumeMs p50 ${quantile(resumed, 0.5).toFixed(0)} ms, max ${Math.max(...resumed).toFixed(0)} ms.`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+} finally {
+  await server.close();
+  rmSync(work, { recursive: true, force: true });
+}

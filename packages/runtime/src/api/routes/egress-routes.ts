@@ -1,0 +1,37 @@
+/** Routes of secrets (values go in, never out) and of a running session's network policy. */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AirlockServices } from '../airlock-services.js';
+import { AirlockError } from '../../core/errors.js';
+import { parseBody } from '../parse-body.js';
+import { sessionView } from '../session-view.js';
+
+const secretBody = z.strictObject({ value: z.string().min(1) });
+const contractPatch = z.strictObject({ network: z.unknown() });
+
+/** Registers /v1/secrets and PATCH /v1/sessions/:id/contract. */
+export function registerEgressRoutes(app: FastifyInstance, services: AirlockServices): void {
+  const secrets = () => {
+    if (!services.secrets) throw new AirlockError('INTERNAL', 'this server has no secret store');
+    return services.secrets;
+  };
+  app.get('/v1/secrets', async () => ({ secrets: secrets().list() }));
+  app.put<{ Params: { name: string } }>('/v1/secrets/:name', async (request) => {
+    const body = parseBody(secretBody, request.body ?? {});
+    const info = secrets().set(request.params.name, body.value);
+    services.store.appendAudit({ sessionId: '', type: 'secret.set', data: { name: info.name, bytes: info.bytes } });
+    return info;
+  });
+  app.delete<{ Params: { name: string } }>('/v1/secrets/:name', async (request) => {
+    if (!secrets().remove(request.params.name)) {
+      throw new AirlockError('SECRET_NOT_FOUND', `no secret named ${request.params.name}; list them with \`airlock secrets ls\``, { details: { name: request.params.name } });
+    }
+    services.store.appendAudit({ sessionId: '', type: 'secret.deleted', data: { name: request.params.name } });
+    return { name: request.params.name, deleted: true };
+  });
+  app.patch<{ Params: { id: string } }>('/v1/sessions/:id/contract', async (request) => {
+    const body = parseBody(contractPatch, request.body ?? {});
+    if (!services.contracts) throw new AirlockError('INTERNAL', 'this server cannot update contracts');
+    return sessionView(services.contracts.updateNetwork(request.params.id, body.network));
+  });
+}

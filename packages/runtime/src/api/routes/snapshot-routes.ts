@@ -1,0 +1,42 @@
+/** Routes of snapshots (create, list, get, remove) and of fork. */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AirlockServices } from '../airlock-services.js';
+import { parseBody } from '../parse-body.js';
+import { sessionView } from '../session-view.js';
+import { snapshotView } from '../snapshot-view.js';
+import { errorBody } from '../http-errors.js';
+
+// Names end up in tables and logs: no control characters.
+const createBody = z.strictObject({ name: z.string().min(1).max(128).regex(/^\P{Cc}+$/u, 'expected no control characters').optional() });
+// count is checked by the fork service (whole number, 1..max) so that its message names the limit.
+const forkBody = z.strictObject({ count: z.number(), snapshotId: z.string().min(1).optional() });
+
+/** Registers /v1/snapshots and the snapshot and fork routes of a session. */
+export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockServices): void {
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/snapshots', async (request, reply) => {
+    const body = parseBody(createBody, request.body ?? {});
+    const snapshot = await services.snapshots.create(request.params.id, { name: body.name ?? null });
+    return reply.status(201).send(snapshotView(snapshot));
+  });
+
+  app.get<{ Querystring: { sessionId?: string; all?: string } }>('/v1/snapshots', async (request) => {
+    const { sessionId, all } = request.query;
+    if (sessionId !== undefined) services.sessions.get(sessionId);
+    const snapshots = services.snapshots.list({ ...(sessionId === undefined ? {} : { sessionId }), includeDeleted: all === 'true' || all === '1' });
+    return { snapshots: snapshots.map((snapshot) => snapshotView(snapshot)) };
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/snapshots/:id', async (request) => snapshotView(services.snapshots.get(request.params.id)));
+
+  app.delete<{ Params: { id: string } }>('/v1/snapshots/:id', async (request) => snapshotView(await services.snapshots.remove(request.params.id)));
+
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/fork', async (request, reply) => {
+    const body = parseBody(forkBody, request.body ?? {});
+    const result = await services.forks.fork({ sessionId: request.params.id, ...(body.snapshotId === undefined ? {} : { snapshotId: body.snapshotId }) }, body.count);
+    const branches = result.branches.map((branch) =>
+      branch.ok ? sessionView(branch.session) : { index: branch.index, sessionId: branch.sessionId, ...errorBody(branch.error) },
+    );
+    return reply.status(201).send({ snapshot: snapshotView(result.snapshot), branches });
+  });
+}
