@@ -11,8 +11,8 @@ export const TOOL_NAMES = [
   'files.write',
   'files.edit',
   'files.list',
-  'files.stat',
   'files.remove',
+  'files.stat',
   'files.mkdir',
 ] as const;
 

@@ -19,6 +19,7 @@ import {
   type ToolName,
 } from './policy-vocabulary.js';
 import type { EnforcementMode, SessionContract } from './session-contract.js';
+import type { PolicyDecision } from '../core/authorizer.js';
 import { analyzeCommand, type CommandAnalysis } from './shell-analysis.js';
 
 /** One tool call to authorize. Tenant and principal come from the contract. */
@@ -40,18 +41,8 @@ export interface AuthorizationRequest {
   analysis?: CommandAnalysis;
 }
 
-/** The outcome of authorization, carried as a value and audited. */
-export interface PolicyDecision {
-  decision: 'allow' | 'deny' | 'ask';
-  /** ids of the deciding policies: the forbids, the approval permits, or the permits */
-  policyIds: string[];
-  /** a sentence the agent can read */
-  reason: string;
-  /** evaluation errors, `<policy id>: <message>`; any error makes the decision deny */
-  errors: string[];
-  /** false in log-only mode: recorded, not enforced */
-  enforced: boolean;
-}
+/** The outcome of authorization (defined by the core's Authorizer port). */
+export type { PolicyDecision };
 
 // Preparsed sets live in the wasm module for the life of the process and
 // cannot be dropped, so they are named by content: equal policies share one.

@@ -4,20 +4,10 @@
  * docs/policy-vocabulary.md; keep the two in step.
  */
 
-/** Every tool an agent can call, in the order they are documented. */
-export const TOOL_NAMES = [
-  'exec',
-  'files.read',
-  'files.write',
-  'files.edit',
-  'files.list',
-  'files.remove',
-  'files.stat',
-  'files.mkdir',
-] as const;
+// The tools are defined once, by the core; the policy layer speaks the same names.
+import { TOOL_NAMES, type ToolName } from '../core/tool-call.js';
 
-/** The name of one tool; it is also the id of its Cedar action. */
-export type ToolName = (typeof TOOL_NAMES)[number];
+export { TOOL_NAMES, type ToolName };
 
 /** True when `value` names a tool. */
 export function isToolName(value: unknown): value is ToolName {
