@@ -62,7 +62,13 @@ try {
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   await sandbox.kill();
+} catch (error) {
+  process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
 } finally {
+  for (const session of server.services.sessions.list()) {
+    if (session.state !== 'terminated') await server.services.sessions.terminate(session.id).catch(() => undefined);
+  }
   await server.close();
   rmSync(work, { recursive: true, force: true });
 }

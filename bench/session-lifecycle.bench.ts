@@ -13,7 +13,9 @@ import { printComparisons, timed, type Comparison } from './stats.js';
 
 const iterations = Number.parseInt(process.argv[2] ?? '5', 10);
 const work = mkdtempSync('/var/tmp/airlock-bench-');
-const HOLD_256MB = "import os, time\nb = bytearray(os.urandom(256 * 1024 * 1024))\nopen('/tmp/held', 'w').write('1')\ntime.sleep(100000)";
+// 256 MB of random bytes, filled in 1 MB chunks so that the peak stays at 256 MB
+const HOLD_256MB = "import os, time\nb = bytearray(256 * 1024 * 1024)\nfor i in range(256):\n    b[i << 20:(i + 1) << 20] = os.urandom(1 << 20)\nopen('/tmp/held', 'w').write('1')\ntime.sleep(100000)";
+const CONTRACT = { version: 1, resources: { memoryMb: 1024 } };
 
 const server = await startServer({ dataDir: join(work, 'data'), host: '127.0.0.1', port: 0, token: 'bench' });
 const connection = { url: server.url, token: 'bench' };
@@ -40,7 +42,7 @@ try {
     // Airlock, through the SDK and HTTP
     let sandbox: Sandbox | undefined;
     create.airlock.push(await timed(async () => {
-      sandbox = await Sandbox.create(connection);
+      sandbox = await Sandbox.create({ ...connection, contract: CONTRACT });
       await sandbox.commands.run('echo ready');
     }));
     const s = sandbox as Sandbox;
@@ -90,7 +92,13 @@ try {
     rmSync(big, { recursive: true, force: true });
   }
   printComparisons(`Session lifecycle, ${iterations} iterations (exec: ${iterations * 5} calls)`, rows);
+} catch (error) {
+  process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
 } finally {
+  for (const session of server.services.sessions.list()) {
+    if (session.state !== 'terminated') await server.services.sessions.terminate(session.id).catch(() => undefined);
+  }
   await server.close();
   rmSync(work, { recursive: true, force: true });
 }
