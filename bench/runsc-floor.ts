@@ -14,7 +14,8 @@ export class RawRunsc {
   private readonly id: string;
   private generation = 0;
 
-  constructor(workDir: string, rootfs: string, name: string) {
+  /** `init` is the sandbox's first process (default: sleep); processes started by `runsc exec` do not survive a restore. */
+  constructor(workDir: string, rootfs: string, name: string, init: string[] = ['/bin/sleep', 'infinity']) {
     this.root = join(workDir, 'runsc-root');
     this.bundle = join(workDir, `bundle-${name}`);
     this.id = `floor-${name}-${process.pid}`;
@@ -22,7 +23,7 @@ export class RawRunsc {
     mkdirSync(this.bundle, { recursive: true });
     const spec = {
       ociVersion: '1.0.0',
-      process: { user: { uid: 0, gid: 0 }, args: ['/bin/sleep', 'infinity'], env: ['PATH=/usr/local/bin:/usr/bin:/bin'], cwd: '/' },
+      process: { user: { uid: 0, gid: 0 }, args: init, env: ['PATH=/usr/local/bin:/usr/bin:/bin'], cwd: '/' },
       root: { path: rootfs, readonly: false },
       hostname: 'floor',
       mounts: [

@@ -78,16 +78,18 @@ try {
       raw.restore(small);
       raw.exec(['true']);
     }));
-    raw.exec(['sh', '-c', 'cat > /tmp/hold.py'], HOLD_256MB);
-    raw.background(['python3', '/tmp/hold.py']);
-    raw.exec(['sh', '-c', 'while [ ! -f /tmp/held ]; do sleep 0.1; done']);
-    const big = join(work, `ckpt-big-${i}`);
-    suspendBig.floor.push(await timed(() => raw.checkpoint(big)));
-    resumeBig.floor.push(await timed(() => {
-      raw.restore(big);
-      raw.exec(['true']);
-    }));
     raw.destroy();
+    // runsc restore kills what `runsc exec` started, so the holder is the floor sandbox's first process
+    const holder = new RawRunsc(work, image.rootfsDir, `h${i}`, ['/usr/bin/python3', '-c', HOLD_256MB]);
+    holder.start();
+    holder.exec(['sh', '-c', 'while [ ! -f /tmp/held ]; do sleep 0.1; done']);
+    const big = join(work, `ckpt-big-${i}`);
+    suspendBig.floor.push(await timed(() => holder.checkpoint(big)));
+    resumeBig.floor.push(await timed(() => {
+      holder.restore(big);
+      holder.exec(['true']);
+    }));
+    holder.destroy();
     rmSync(small, { recursive: true, force: true });
     rmSync(big, { recursive: true, force: true });
   }
