@@ -232,7 +232,7 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   async usage(handle: SandboxHandle): Promise<SandboxUsage> {
-    await this.requireAlive(handle);
+    // Only cgroup files: metering runs after every call and must not spawn runsc.
     return readUsage(handle.sandboxId);
   }
 
