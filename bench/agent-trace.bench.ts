@@ -26,6 +26,12 @@ const CALL = { median: 0.5, sigma: 1.1, cap: 60 };
 const THINK = { median: 2.7, sigma: 1.2, cap: 300 };
 /** (b)'s idle timeouts, in compressed seconds (the contract takes whole seconds). */
 const SLEEPY = { pauseAfterSeconds: 1, suspendAfterSeconds: 2 };
+/**
+ * Memory of every session. Roomy on purpose: the gVisor sentry's host memory grows by ~1 MB per
+ * exec and is carried across checkpoints (see bench/README.md), and 200 calls at the 512 MB
+ * default ended in an OOM kill of the sleeping machine.
+ */
+const RESOURCES = { memoryMb: 2048 };
 
 interface Step {
   callSeconds: number;
@@ -114,9 +120,9 @@ try {
   const sum = (pick: (step: Step) => number) => steps.reduce((total, step) => total + pick(step), 0);
   const quantileOf = (pick: (step: Step) => number, q: number) => quantile(steps.map(pick), q);
   const results: ModeResult[] = [];
-  results.push(await replay('(a) machine, never sleeps', steps, () => Sandbox.create({ ...connection, contract: { version: 1, idle: { suspendAfterSeconds: 300, keepAwake: true } } })));
-  results.push(await replay('(b) machine, sleeps when idle', steps, () => Sandbox.create({ ...connection, contract: { version: 1, idle: SLEEPY } })));
-  results.push(await replay('(c) per-call sandboxes', steps, () => Sandbox.create({ ...connection, mode: 'per-call' })));
+  results.push(await replay('(a) machine, never sleeps', steps, () => Sandbox.create({ ...connection, contract: { version: 1, resources: RESOURCES, idle: { suspendAfterSeconds: 300, keepAwake: true } } })));
+  results.push(await replay('(b) machine, sleeps when idle', steps, () => Sandbox.create({ ...connection, contract: { version: 1, resources: RESOURCES, idle: SLEEPY } })));
+  results.push(await replay('(c) per-call sandboxes', steps, () => Sandbox.create({ ...connection, mode: 'per-call', contract: { version: 1, resources: RESOURCES } })));
   const lines = [
     `### Agent trace replay: ${calls} calls`,
     '',
@@ -134,6 +140,10 @@ try {
   if (resumed.length > 0) lines.push(`(b) wake-ups seen by callers: ${resumed.length}, resumeMs p50 ${quantile(resumed, 0.5).toFixed(0)} ms, max ${Math.max(...resumed).toFixed(0)} ms.`);
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {
+  // Even after a failure: no sandbox, mount or loop device may outlive the run.
+  for (const session of await Sandbox.list(connection).catch(() => [])) {
+    if (session.state !== 'terminated') await (await Sandbox.connect(session.id, connection)).kill().catch(() => undefined);
+  }
   await server.close();
   rmSync(work, { recursive: true, force: true });
 }
