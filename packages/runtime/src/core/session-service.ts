@@ -228,29 +228,31 @@ export class SessionService {
   /**
    * Runs `work` with the session's machine running, waking it first if it
    * sleeps. Holds the shared lock, so no suspend can start meanwhile.
-   * Returns how long the wake-up took (0 when it was running).
+   * Returns how long the machine's sleep delayed the work: waiting for a
+   * pause or suspend in progress plus the wake-up (0 when it was running).
    */
   async withMachine<T>(id: string, work: (handle: SandboxHandle, session: SessionRecord) => Promise<T>): Promise<{ result: T; resumeMs: number }> {
-    let resumeMs = 0;
+    const begun = Date.now();
+    let slept = false;
     for (;;) {
       const outcome = await this.locks.shared(id, async () => {
         const session = this.get(id);
         this.requireCallable(session);
         if (session.state !== 'running' || !session.sandbox) return undefined;
+        const resumeMs = slept ? Date.now() - begun : 0;
         this.touch(session);
         const result = await work(session.sandbox, session);
         // idleness counts from the end of the last call, not its start
         this.touch(session);
-        return { result };
+        return { result, resumeMs };
       });
-      if (outcome) return { result: outcome.result, resumeMs };
-      const started = Date.now();
+      if (outcome) return outcome;
+      slept = true;
       await this.locks.exclusive(id, async () => {
         const session = this.get(id);
         this.requireCallable(session);
         if (session.state === 'suspended' || session.state === 'paused') await this.resumeLocked(session);
       });
-      resumeMs += Date.now() - started;
     }
   }
 
