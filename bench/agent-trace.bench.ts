@@ -10,7 +10,8 @@
  * think times and call durations are scaled (printed with the results), and
  * (b)'s idle timeouts are given in the compressed time.
  *
- * Usage: npx tsx bench/agent-trace.bench.ts [calls=200] [thinkScale=0.08] [callScale=0.2]
+ * Usage: npx tsx bench/agent-trace.bench.ts [calls=200] [thinkScale=0.08] [callScale=0.2] [--model-only]
+ * (`--model-only` prints the trace and what sleeping would save at real time, without replaying.)
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,9 +19,11 @@ import { startServer } from '@airlock/runtime';
 import { Sandbox } from '@airlock/sdk';
 import { quantile } from './stats.js';
 
-const calls = Number.parseInt(process.argv[2] ?? '200', 10);
-const thinkScale = Number.parseFloat(process.argv[3] ?? '0.08');
-const callScale = Number.parseFloat(process.argv[4] ?? '0.2');
+const positional = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+const modelOnly = process.argv.includes('--model-only');
+const calls = Number.parseInt(positional[0] ?? '200', 10);
+const thinkScale = Number.parseFloat(positional[1] ?? '0.08');
+const callScale = Number.parseFloat(positional[2] ?? '0.2');
 /** Measured medians (seconds) and the spread we give their tails. */
 const CALL = { median: 0.5, sigma: 1.1, cap: 60 };
 const THINK = { median: 2.7, sigma: 1.2, cap: 300 };
@@ -105,6 +108,28 @@ async function replay(mode: string, steps: Step[], create: () => Promise<Sandbox
   };
 }
 
+/**
+ * Where the time of the same trace goes at real time (no compression), with (b)'s timeouts
+ * scaled back up, counting only the timeouts (no transition costs): the share of session time
+ * running, paused and suspended.
+ */
+function realTimeModel(steps: Step[]): string {
+  const pause = SLEEPY.pauseAfterSeconds / thinkScale;
+  const suspend = SLEEPY.suspendAfterSeconds / thinkScale;
+  let running = 0;
+  let paused = 0;
+  let suspended = 0;
+  for (const step of steps) {
+    const think = step.thinkSeconds / thinkScale;
+    running += step.callSeconds / callScale + Math.min(think, pause);
+    paused += Math.max(0, Math.min(think, suspend) - pause);
+    suspended += Math.max(0, think - suspend);
+  }
+  const total = running + paused + suspended;
+  const share = (value: number) => `${((100 * value) / total).toFixed(1)}%`;
+  return `At real time the same trace lasts ${(total / 60).toFixed(1)} min; with pause after ${pause.toFixed(1)} s and suspend after ${suspend.toFixed(1)} s a sleeping machine would be running ${share(running)}, paused ${share(paused)}, suspended ${share(suspended)} of it (timeouts only, no transition costs).`;
+}
+
 function row(result: ModeResult): string {
   const ms = (value: number) => value.toFixed(0);
   return `| ${result.mode} | ${result.heldSeconds.toFixed(1)} | ${result.unpausedSeconds.toFixed(1)} | ${ms(quantile(result.added, 0.5))} | ${ms(quantile(result.added, 0.99))} | ${result.wallSeconds.toFixed(1)} | ${result.wakes.unpaused} / ${result.wakes.restored} |`;
@@ -112,6 +137,10 @@ function row(result: ModeResult): string {
 
 // The image the tests build is shared through this directory; a data dir of its own would need a build.
 if (!process.env['AIRLOCK_IMAGES_DIR'] && existsSync('/var/tmp/airlock-test/images')) process.env['AIRLOCK_IMAGES_DIR'] = '/var/tmp/airlock-test/images';
+if (modelOnly) {
+  process.stdout.write(`${realTimeModel(trace(calls))}\n`);
+  process.exit(0);
+}
 const work = mkdtempSync('/var/tmp/airlock-bench-trace-');
 const server = await startServer({ dataDir: join(work, 'data'), host: '127.0.0.1', port: 0, token: 'bench' });
 const connection = { url: server.url, token: 'bench' };
@@ -136,6 +165,7 @@ try {
     '',
     'Added latency: client-observed time of a call minus the command\'s own run time (the `sleep` it ran). Compute-seconds: for machines, the session\'s running (+ paused) seconds from its meters over the whole replay; for per-call, the summed lifetime of the per-call sandboxes (`perCallSeconds`).',
   ];
+  lines.push(realTimeModel(steps));
   const resumed = results[1]?.resumes.filter((value) => value > 0) ?? [];
   if (resumed.length > 0) lines.push(`(b) wake-ups seen by callers: ${resumed.length}, resumeMs p50 ${quantile(resumed, 0.5).toFixed(0)} ms, max ${Math.max(...resumed).toFixed(0)} ms.`);
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -162,10 +162,14 @@ describe('IdleSleeper', () => {
     const calls = [1, 2, 3].map((n) => fx.pipeline.submit(session.id, 'exec', { argv: ['echo', String(n)] }));
     await tick();
     assert.equal(fx.driver.execs.length, 0, 'the calls wait for the suspend');
+    await new Promise((resolve) => setTimeout(resolve, 40));
     hold.release();
     await sleeping;
     const outcomes = await Promise.all(calls);
     assert.deepEqual(outcomes.map((outcome) => outcome.status), ['completed', 'completed', 'completed']);
+    for (const outcome of outcomes) {
+      assert.ok(outcome.status === 'completed' && outcome.timing.resumeMs >= 35, 'the wait for the suspend in progress counts as wake-up time');
+    }
     const echoes = fx.driver.execs.filter((exec) => exec.argv[0] === 'echo');
     assert.equal(echoes.length, 3, 'every call ran');
     const after = fx.sessions.get(session.id);
