@@ -5,6 +5,7 @@
  *
  *   npx tsx bench/policy-decision.bench.ts [calls=10000]
  */
+import { readFileSync } from 'node:fs';
 import { CedarPolicySet, type AuthorizationRequest } from '../packages/runtime/src/policy/cedar-authorizer.js';
 import { FilesystemPolicy } from '../packages/runtime/src/policy/filesystem-policy.js';
 import { parseContract } from '../packages/runtime/src/policy/session-contract.js';
@@ -13,17 +14,8 @@ import { analyzeCommand } from '../packages/runtime/src/policy/shell-analysis.js
 const CALLS = Number(process.argv[2] ?? 10_000);
 const WARMUP = 1_000;
 
-const contract = parseContract({
-  version: 1,
-  identity: { tenant: 'acme', principal: 'agent-7', objective: 'fix the failing test' },
-  filesystem: { denyWrite: ['/etc', '/workspace/secret'] },
-  guard: { maxIdenticalFailures: 20 },
-  policies: [
-    'permit(principal, action, resource);',
-    'forbid(principal, action == Airlock::Action::"exec", resource) when { context.programs.contains("rm") };',
-    '@approval("required") permit(principal, action == Airlock::Action::"exec", resource) when { context.programs.contains("tar") };',
-  ],
-});
+// The issue's example contract, as shipped in examples/ (one copy, not two).
+const contract = parseContract(JSON.parse(readFileSync(new URL('../examples/contracts/no-rm-approve-tar.json', import.meta.url), 'utf8')));
 
 // A mix of the three outcomes and of tools, as an agent session would send.
 const requests: AuthorizationRequest[] = [
