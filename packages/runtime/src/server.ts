@@ -15,6 +15,7 @@ import { reconcileSessions, type ReconcileReport } from './core/session-reconcil
 import { ApprovalService } from './core/approval-service.js';
 import { ToolPipeline } from './core/tool-pipeline.js';
 import { ToolExecutor } from './core/tool-executor.js';
+import { LineageTools } from './core/lineage-tools.js';
 import { OtlpExporter } from './telemetry/otlp-exporter.js';
 import { SnapshotService } from './core/snapshot-service.js';
 import { ForkService, DEFAULT_MAX_FORK_BRANCHES } from './core/fork-service.js';
@@ -99,6 +100,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     networks: egress.networks,
   });
   approvals = new ApprovalService(store);
+  const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions });
+  const forks = new ForkService({
+    store, driver, disks, images, artifacts, sessions, snapshots, hooks: sessions.hooks,
+    maxBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
+  });
   const otlpEndpoint = options.otlpEndpoint ?? process.env['AIRLOCK_OTLP_ENDPOINT'];
   const tracer = otlpEndpoint ? new OtlpExporter(otlpEndpoint) : undefined;
   const pipeline = new ToolPipeline({
@@ -106,7 +112,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     sessions,
     authorizer: new ContractAuthorizer(),
     analyzeCommand,
-    executor: new ToolExecutor(sessions, driver),
+    executor: new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks)),
     approvals,
     ...(tracer ? { tracer } : {}),
   });
@@ -114,11 +120,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   approvals.resumeAfterRestart();
   const live = store.listSessions().filter((session) => session.state !== 'terminated' && session.state !== 'failed');
   await egress.networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
-  const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions });
-  const forks = new ForkService({
-    store, driver, disks, images, artifacts, sessions, snapshots, hooks: sessions.hooks,
-    maxBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
-  });
   const retention = snapshots.startRetentionSweeper(60_000, (error) => process.stderr.write(`airlock: snapshot retention sweep failed: ${error instanceof Error ? error.message : String(error)}\n`));
   // A short tick: the pause depth is meant to follow idleness within a fraction of a second.
   const sleeper = new IdleSleeper(sessions, {

@@ -19,6 +19,8 @@ export interface AuthorizationContext {
   tenant: string;
   callCount: number;
   identicalFailures: number;
+  /** branches a `fork` asks for; 0 for other tools */
+  branches: number;
   /** 'read' or 'write' for file tools: which filesystem list applies */
   access: 'read' | 'write' | 'none';
 }

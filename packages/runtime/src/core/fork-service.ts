@@ -23,7 +23,7 @@ import { AirlockError, toAirlockError } from './errors.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
 import { emptyGuard, emptyMeters, type SessionRecord } from './session.js';
-import { hasDiskCopy } from './snapshot-service.js';
+import { hasDiskCopy } from './snapshot.js';
 
 /** Default largest number of branches one fork may create. */
 export const DEFAULT_MAX_FORK_BRANCHES = 64;
@@ -131,8 +131,9 @@ export class ForkService {
     }
     if (!('sessionId' in source)) throw new AirlockError('INVALID_ARGUMENTS', 'fork needs a sessionId or a snapshotId');
     const session = sessions.get(source.sessionId);
-    if (session.mode === 'machine' && session.state === 'suspended') return { snapshot: await snapshots.fromSuspended(session.id, { reason: 'fork' }), takenNow: true };
-    if (session.mode === 'per-call' || session.state === 'running' || session.state === 'paused') return { snapshot: await snapshots.create(session.id, { reason: 'fork' }), takenNow: true };
+    if (session.mode === 'per-call' || session.state === 'running' || session.state === 'paused' || session.state === 'suspended') {
+      return { snapshot: await snapshots.capture(session.id, { reason: 'fork' }), takenNow: true };
+    }
     const why = session.state === 'terminated' ? 'it was terminated; its memory and disk are gone' : session.state === 'failed' ? 'it failed and its memory is lost' : 'it is still being created; retry in a moment';
     throw new AirlockError('INVALID_STATE', `cannot fork session ${session.id}: ${why}`, { details: { sessionId: session.id, state: session.state } });
   }

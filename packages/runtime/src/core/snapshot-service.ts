@@ -33,11 +33,6 @@ export interface RetentionSweeper {
   stop(): void;
 }
 
-/** True when the snapshot holds a copy of the disk (suspend snapshots hold memory only). */
-export function hasDiskCopy(snapshot: Pick<SnapshotRecord, 'reason'>): boolean {
-  return snapshot.reason !== 'suspend';
-}
-
 /** Creates, lists, removes and expires snapshots. */
 export class SnapshotService {
   private readonly store: Store;
@@ -83,6 +78,13 @@ export class SnapshotService {
     });
     // Sealing reads every byte: done after the lock is released, so the session's calls do not wait for it.
     return this.sealAndInsert(session, snapshotId, { reason: options.reason ?? 'manual', name: options.name ?? null, parent: null, pausedMs });
+  }
+
+  /** A snapshot of the session as it is now: of its machine when it runs, of its suspend image when it sleeps. */
+  async capture(sessionId: string, options: { name?: string | null; reason?: Exclude<SnapshotReason, 'suspend'> } = {}): Promise<SnapshotRecord> {
+    const session = this.sessions.get(sessionId);
+    if (session.mode === 'machine' && session.state === 'suspended') return this.fromSuspended(sessionId, options);
+    return this.create(sessionId, options);
   }
 
   /**

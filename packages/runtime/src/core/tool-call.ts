@@ -14,10 +14,23 @@ export const TOOL_NAMES = [
   'files.remove',
   'files.stat',
   'files.mkdir',
+  'snapshot',
+  'fork',
 ] as const;
 
 /** A tool name. */
 export type ToolName = (typeof TOOL_NAMES)[number];
+
+/** Tools that act on one path of the session's filesystem. */
+export type FileToolName = Extract<ToolName, `files.${string}`>;
+
+/** Tools that save the session (`snapshot`) or branch it (`fork`); they act on the whole machine, not a path. */
+export type LineageToolName = Extract<ToolName, 'snapshot' | 'fork'>;
+
+/** True for the `files.*` tools. */
+export function isFileTool(tool: ToolName): tool is FileToolName {
+  return tool.startsWith('files.');
+}
 
 /** One tool call as received (arguments not yet validated). */
 export interface ToolCall {

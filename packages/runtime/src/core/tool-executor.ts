@@ -14,6 +14,7 @@ import { FileOperations, type CollectedOutput, type SandboxRunner } from './file
 import { OutputCollector, encodeOutput } from './output-collector.js';
 import { DETACHED_LOG_DIR, detachedArgv, detachedPid } from './detached-command.js';
 import { newId } from './ids.js';
+import type { LineageTools } from './lineage-tools.js';
 
 /** Longest a per-call command may run when the contract does not say (`perCall.maxSeconds`). */
 export const DEFAULT_PER_CALL_MAX_SECONDS = 600;
@@ -45,6 +46,7 @@ export class ToolExecutor {
   constructor(
     private readonly sessions: SessionService,
     private readonly driver: SandboxDriver,
+    private readonly lineage: LineageTools,
   ) {
     this.files = new FileOperations(driver.toolboxPath);
   }
@@ -180,6 +182,14 @@ export class ToolExecutor {
       case 'files.mkdir': {
         const { resumeMs } = await this.onSession(session, (run) => this.files.mkdir(run, path));
         return finish({ path, created: true }, resumeMs, Date.now() - started, false);
+      }
+      case 'snapshot': {
+        const result = await this.lineage.snapshot(session, rawArgs as ToolArguments<'snapshot'>);
+        return finish(result, 0, Date.now() - started, false);
+      }
+      case 'fork': {
+        const { result, failed } = await this.lineage.fork(session, rawArgs as ToolArguments<'fork'>);
+        return finish(result, 0, Date.now() - started, failed);
       }
     }
   }

@@ -145,7 +145,7 @@ export class ToolPipeline {
     this.audit(session.id, 'tool-call.started', call, { path: context.path || undefined });
     try {
       const { result, timing, failed } = await this.deps.executor.run(session, call.tool, call.arguments, context, options, receivedAt);
-      this.audit(session.id, 'tool-call.completed', call, { ...auditResult(result), timing });
+      this.audit(session.id, 'tool-call.completed', call, { ...auditResult(call.tool, result), timing });
       this.recordFailure(session.id, call, failed);
       await this.deps.sessions.sampleUsage(session.id);
       return { status: 'completed', callId: call.id, tool: call.tool, result, decision, timing };
@@ -171,8 +171,11 @@ export class ToolPipeline {
       tenant: fresh.tenant,
       callCount: fresh.meters.toolCalls,
       identicalFailures: fresh.guard.failures[callKey(tool, args)] ?? 0,
+      branches: 0,
       access: 'none',
     };
+    if (tool === 'snapshot') return base;
+    if (tool === 'fork') return { ...base, branches: (args as ToolArguments<'fork'>).count };
     if (tool === 'exec') {
       const exec = args as ToolArguments<'exec'>;
       const analysis = this.deps.analyzeCommand(exec.command !== undefined ? { command: exec.command } : { argv: exec.argv ?? [] });
@@ -298,10 +301,16 @@ function auditContext(context: AuthorizationContext): Record<string, unknown> {
   return { programs: context.programs, analysable: context.analysable, notes: context.analysisNotes, path: context.path, cwd: context.cwd };
 }
 
-function auditResult(result: Record<string, unknown>): Record<string, unknown> {
+function auditResult(tool: ToolName, result: Record<string, unknown>): Record<string, unknown> {
   const kept: Record<string, unknown> = {};
-  for (const key of ['exitCode', 'timedOut', 'aborted', 'stdoutBytes', 'stderrBytes', 'bytes', 'replacements', 'entries']) {
+  for (const key of ['exitCode', 'timedOut', 'aborted', 'stdoutBytes', 'stderrBytes', 'bytes', 'replacements', 'entries', 'created', 'failed']) {
     if (result[key] !== undefined) kept[key] = result[key];
+  }
+  // What a lineage tool made: the audit trail must lead to the snapshot and to every branch.
+  if (tool === 'snapshot') kept['snapshotId'] = result['id'];
+  if (tool === 'fork') {
+    kept['snapshotId'] = (result['snapshot'] as { id?: unknown } | undefined)?.id;
+    kept['branchSessionIds'] = (result['branches'] as { sessionId: string | null }[]).map((branch) => branch.sessionId);
   }
   return kept;
 }

@@ -63,6 +63,16 @@ export const removeArguments = z.strictObject({ path, recursive: z.boolean().def
 /** Arguments of `files.mkdir`. */
 export const mkdirArguments = z.strictObject({ path });
 
+/** Arguments of `snapshot`: memory, processes and disk of the session now, kept as a named artifact. */
+export const snapshotArguments = z.strictObject({
+  name: z.string().min(1).max(128).regex(/^\P{Cc}+$/u, 'expected no control characters').optional(),
+});
+/** Arguments of `fork`: `count` independent branches of the session now, or of one of its snapshots. */
+export const forkArguments = z.strictObject({
+  count: z.number().int('count must be a whole number').min(1),
+  snapshotId: z.string().min(1).max(128).optional(),
+});
+
 /** The schema of each tool. */
 export const TOOL_SCHEMAS = {
   exec: execArguments,
@@ -73,6 +83,8 @@ export const TOOL_SCHEMAS = {
   'files.stat': statArguments,
   'files.remove': removeArguments,
   'files.mkdir': mkdirArguments,
+  snapshot: snapshotArguments,
+  fork: forkArguments,
 } as const satisfies Record<ToolName, z.ZodType>;
 
 /** Parsed arguments of a tool. */

@@ -37,6 +37,8 @@ export interface AuthorizationRequest {
   callCount?: number;
   /** consecutive identical failing calls just before this one */
   identicalFailures?: number;
+  /** branches a `fork` asks for */
+  branches?: number;
   /** analysis of the command, when the caller already has it; otherwise computed here */
   analysis?: CommandAnalysis;
 }
@@ -145,6 +147,7 @@ export class CedarPolicySet {
       analysable: true,
       host: request.host.toLowerCase(),
       port: request.port,
+      branches: 0,
     };
     let answer: AuthorizationAnswer;
     try {
@@ -199,6 +202,7 @@ export class CedarPolicySet {
       analysable: analysis.analysable,
       host: '',
       port: 0,
+      branches: request.tool === 'fork' ? long('branches', request.branches) : 0,
     };
     return { context, notes: analysis.reasons };
   }
@@ -253,6 +257,8 @@ function long(name: string, value: number | undefined): number {
 // Names the programs the deciding policies mention ("command runs rm"), or all of them.
 function describe(context: CedarRequestContext, notes: readonly string[], literals: ReadonlySet<string>): string {
   if (context.tool === 'net.connect') return `connection to ${context.host}:${context.port}`;
+  if (context.tool === 'fork') return `${context.branches} branch${context.branches === 1 ? '' : 'es'}`;
+  if (context.tool === 'snapshot') return 'the whole session';
   if (context.tool !== 'exec') return context.path === '' ? 'no path' : `path ${context.path}`;
   const named = context.programs.filter((program) => literals.has(program));
   if (named.length > 0) return `command runs ${named.join(', ')}`;

@@ -5,6 +5,7 @@
  */
 import type { Authorizer, AuthorizationContext, PolicyDecision } from '../core/authorizer.js';
 import type { SessionRecord } from '../core/session.js';
+import { isFileTool } from '../core/tool-call.js';
 import { CedarPolicySet } from './cedar-authorizer.js';
 import { FilesystemPolicy } from './filesystem-policy.js';
 import { parseContract, type SessionContract } from './session-contract.js';
@@ -27,7 +28,7 @@ export class ContractAuthorizer implements Authorizer {
     if (!contract.tools.includes(context.tool)) {
       return { decision: 'deny', policyIds: ['contract.tools'], reason: `the tool ${context.tool} is not in this session's contract (tools: ${contract.tools.join(', ')})`, errors: [], enforced };
     }
-    if (context.tool !== 'exec') {
+    if (isFileTool(context.tool)) {
       const checked = filesystem.checkTool(context.tool, context.path, { subtree: context.tool === 'files.remove' });
       if (checked.decision === 'deny') {
         return { decision: 'deny', policyIds: [`contract.filesystem.${checked.rule?.list ?? 'path'}`], reason: checked.reason, errors: [], enforced };
@@ -41,6 +42,7 @@ export class ContractAuthorizer implements Authorizer {
       cwd: context.cwd,
       callCount: context.callCount,
       identicalFailures: context.identicalFailures,
+      branches: context.branches,
       analysis: { programs: context.programs, analysable: context.analysable, reasons: context.analysisNotes },
     });
   }

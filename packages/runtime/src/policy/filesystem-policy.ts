@@ -4,7 +4,7 @@
  * anyone writing a correct `like` pattern (which `..` defeats).
  */
 import { posix } from 'node:path';
-import type { ToolName } from './policy-vocabulary.js';
+import type { FileToolName } from '../core/tool-call.js';
 
 /** Reading (read, list, stat) or changing (write, edit, remove, mkdir) a path. */
 export type FileAccess = 'read' | 'write';
@@ -39,7 +39,7 @@ export interface FilesystemCheckOptions {
 }
 
 /** Which access each file tool needs; files.edit reads and writes. */
-export const FILE_TOOL_ACCESS: Readonly<Record<Exclude<ToolName, 'exec'>, readonly FileAccess[]>> = {
+export const FILE_TOOL_ACCESS: Readonly<Record<FileToolName, readonly FileAccess[]>> = {
   'files.read': ['read'],
   'files.write': ['write'],
   'files.edit': ['read', 'write'],
@@ -108,7 +108,7 @@ export class FilesystemPolicy {
   }
 
   /** Checks every access a file tool needs (files.edit: read and write). */
-  checkTool(tool: Exclude<ToolName, 'exec'>, path: string, options: FilesystemCheckOptions = {}): FilesystemDecision {
+  checkTool(tool: FileToolName, path: string, options: FilesystemCheckOptions = {}): FilesystemDecision {
     for (const access of FILE_TOOL_ACCESS[tool]) {
       const decision = this.check(path, access, options);
       if (decision.decision === 'deny') return decision;

@@ -52,6 +52,8 @@ export interface CedarRequestContext {
   host: string;
   /** destination port of `net.connect` (Long); 0 for tools */
   port: number;
+  /** branches a `fork` asks for (Long); 0 for other tools */
+  branches: number;
 }
 
 /** The Cedar schema policies are validated against when a contract is parsed. */
@@ -71,6 +73,7 @@ export const CEDAR_SCHEMA = `namespace Airlock {
     analysable: Bool,
     host: String,
     port: Long,
+    branches: Long,
   };
   action ${CEDAR_ACTIONS.map((name) => JSON.stringify(name)).join(', ')}
     appliesTo { principal: [Agent], resource: [Session], context: RequestContext };

@@ -1,6 +1,7 @@
 /**
  * The core wired to the fake driver, a real SQLite store in a temp dir and
- * in-memory disks and images: for fast unit tests of sessions and the pipeline.
+ * in-memory disks and images: for fast unit tests of sessions, snapshots,
+ * forks and the pipeline. Snapshots and forks run on a clock the test moves.
  */
 import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +12,10 @@ import { SessionService } from '../../src/core/session-service.js';
 import { ApprovalService } from '../../src/core/approval-service.js';
 import { ToolPipeline, type CommandAnalysis } from '../../src/core/tool-pipeline.js';
 import { ToolExecutor } from '../../src/core/tool-executor.js';
+import { SnapshotService } from '../../src/core/snapshot-service.js';
+import { ForkService } from '../../src/core/fork-service.js';
+import { LineageTools } from '../../src/core/lineage-tools.js';
+import type { Clock } from '../../src/core/clock.js';
 import type { Authorizer, PolicyDecision, AuthorizationContext } from '../../src/core/authorizer.js';
 import type { SessionDisks } from '../../src/core/session-disks.js';
 import type { ImageCatalog, ImageRecord } from '../../src/images/image-catalog.js';
@@ -96,31 +101,49 @@ export class ScriptedAuthorizer implements Authorizer {
   }
 }
 
+/** A clock that stands still until moved. */
+export class ManualClock implements Clock {
+  private current = Date.now();
+  now(): Date {
+    return new Date(this.current);
+  }
+  advance(ms: number): void {
+    this.current += ms;
+  }
+}
+
 /** The wired core. */
 export interface CoreFixture {
   dir: string;
   driver: FakeDriver;
   store: SqliteStore;
+  disks: DirectoryDisks;
   sessions: SessionService;
   approvals: ApprovalService;
   pipeline: ToolPipeline;
   authorizer: ScriptedAuthorizer;
   artifacts: SnapshotDirectory;
+  /** the clock of snapshots and forks */
+  clock: ManualClock;
+  snapshots: SnapshotService;
+  forks: ForkService;
   contract(extra?: Record<string, unknown>): SessionContract;
   close(): void;
 }
 
-/** Builds a fresh fixture. */
-export function coreFixture(): CoreFixture {
+/** Builds a fresh fixture; `maxBranches` (of a fork) defaults to 64, `concurrency` (branches restored at once) to 4. */
+export function coreFixture(options: { maxBranches?: number; concurrency?: number } = {}): CoreFixture {
   const dir = mkdtempSync('/tmp/airlock-core-');
   const driver = new FakeDriver();
   const store = new SqliteStore(join(dir, 'airlock.db'));
   const artifacts = new SnapshotDirectory(join(dir, 'snapshots'));
+  const disks = new DirectoryDisks(join(dir, 'disks'));
+  const images = new StaticImages();
   const sessions = new SessionService({
     store,
     driver,
-    disks: new DirectoryDisks(join(dir, 'disks')),
-    images: new StaticImages(),
+    disks,
+    images,
     artifacts,
     layout: { sandboxStateDir: (id) => join(dir, 'state', id) },
   });
@@ -137,16 +160,36 @@ export function coreFixture(): CoreFixture {
     const words = input.command ? input.command.split(/[\s;&|]+/) : (input.argv ?? []);
     return { programs: [...new Set(words.filter(Boolean))].sort(), analysable: true, reasons: [] };
   };
-  const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor: new ToolExecutor(sessions, driver), approvals });
+  const clock = new ManualClock();
+  const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions, clock });
+  const forks = new ForkService({
+    store,
+    driver,
+    disks,
+    images,
+    artifacts,
+    sessions,
+    snapshots,
+    hooks: sessions.hooks,
+    clock,
+    ...(options.maxBranches === undefined ? {} : { maxBranches: options.maxBranches }),
+    ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+  });
+  const executor = new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks));
+  const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor, approvals });
   return {
     dir,
     driver,
     store,
+    disks,
     sessions,
     approvals,
     pipeline,
     authorizer,
     artifacts,
+    clock,
+    snapshots,
+    forks,
     contract: (extra = {}) => parseContract({ version: 1, ...extra }),
     close() {
       store.close();

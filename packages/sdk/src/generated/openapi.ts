@@ -1817,7 +1817,7 @@ export interface paths {
             header?: never;
             path: {
                 id: string;
-                tool: "exec" | "files.read" | "files.write" | "files.edit" | "files.list" | "files.stat" | "files.remove" | "files.mkdir";
+                tool: "exec" | "files.read" | "files.write" | "files.edit" | "files.list" | "files.stat" | "files.remove" | "files.mkdir" | "snapshot" | "fork";
             };
             cookie?: never;
         };
@@ -1830,7 +1830,7 @@ export interface paths {
                 header?: never;
                 path: {
                     id: string;
-                    tool: "exec" | "files.read" | "files.write" | "files.edit" | "files.list" | "files.stat" | "files.remove" | "files.mkdir";
+                    tool: "exec" | "files.read" | "files.write" | "files.edit" | "files.list" | "files.stat" | "files.remove" | "files.mkdir" | "snapshot" | "fork";
                 };
                 cookie?: never;
             };
@@ -2403,6 +2403,10 @@ export interface components {
             encoding: "utf8" | "base64";
             path: string;
         };
+        fork_arguments: {
+            count: number;
+            snapshotId?: string;
+        };
         ForkBranchFailure: {
             error: {
                 code: string;
@@ -2722,6 +2726,9 @@ export interface components {
             sizeBytes: number;
             /** @enum {string} */
             state: "available" | "deleted" | "expired";
+        };
+        snapshot_arguments: {
+            name?: string;
         };
         SnapshotList: {
             snapshots: {

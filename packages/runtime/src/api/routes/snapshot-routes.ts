@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AirlockServices } from '../airlock-services.js';
 import { parseBody } from '../parse-body.js';
 import { sessionView } from '../session-view.js';
-import { snapshotView } from '../snapshot-view.js';
+import { snapshotView } from '../../core/snapshot.js';
 import { errorBody } from '../http-errors.js';
 
 // Names end up in tables and logs: no control characters.
@@ -16,7 +16,7 @@ const forkBody = z.strictObject({ count: z.number(), snapshotId: z.string().min(
 export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockServices): void {
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/snapshots', async (request, reply) => {
     const body = parseBody(createBody, request.body ?? {});
-    const snapshot = await services.snapshots.create(request.params.id, { name: body.name ?? null });
+    const snapshot = await services.snapshots.capture(request.params.id, { name: body.name ?? null });
     return reply.status(201).send(snapshotView(snapshot));
   });
 

@@ -2,14 +2,14 @@ import { describe, it, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { forkFixture, type ForkFixture } from '../../support/fork-fixture.js';
+import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { AirlockError } from '../../../src/core/errors.js';
 import { verifyChain } from '../../../src/audit/hash-chain.js';
 import type { ExecRequest } from '../../../src/core/sandbox-driver.js';
 import type { SessionRecord } from '../../../src/core/session.js';
 
 /** Makes the fake list one hook in `phase` and records the env each hook ran with. */
-function installHook(fx: ForkFixture, phase: string): { sandboxId: string; env: Record<string, string> }[] {
+function installHook(fx: CoreFixture, phase: string): { sandboxId: string; env: Record<string, string> }[] {
   const runs: { sandboxId: string; env: Record<string, string> }[] = [];
   const hook = `/etc/airlock/hooks/${phase}.d/10-reseed`;
   fx.driver.handler = (argv) => {
@@ -25,7 +25,7 @@ function installHook(fx: ForkFixture, phase: string): { sandboxId: string; env: 
   return runs;
 }
 
-function okBranches(result: Awaited<ReturnType<ForkFixture['forks']['fork']>>): SessionRecord[] {
+function okBranches(result: Awaited<ReturnType<CoreFixture['forks']['fork']>>): SessionRecord[] {
   return result.branches.map((branch) => {
     assert.ok(branch.ok, `branch ${branch.index} failed: ${branch.ok ? '' : branch.error.message}`);
     return branch.session;
@@ -33,9 +33,9 @@ function okBranches(result: Awaited<ReturnType<ForkFixture['forks']['fork']>>): 
 }
 
 describe('ForkService', () => {
-  let fx: ForkFixture;
+  let fx: CoreFixture;
   beforeEach(() => {
-    fx = forkFixture();
+    fx = coreFixture();
   });
   afterEach(() => fx.close());
 
@@ -101,7 +101,7 @@ describe('ForkService', () => {
   });
 
   it('refuses bad counts and sources with clear errors, creating nothing', async () => {
-    const small = forkFixture({ maxBranches: 4 });
+    const small = coreFixture({ maxBranches: 4 });
     try {
       const parent = await small.sessions.create({ contract: small.contract() });
       for (const count of [0, -1, 1.5, 5, Number.NaN]) {
@@ -185,7 +185,7 @@ describe('ForkService', () => {
   });
 
   it('stops creating branches when the disk is full, and says why', async () => {
-    const serial = forkFixture({ concurrency: 1 });
+    const serial = coreFixture({ concurrency: 1 });
     try {
       const parent = await serial.sessions.create({ contract: serial.contract() });
       const createFrom = serial.disks.createFrom.bind(serial.disks);

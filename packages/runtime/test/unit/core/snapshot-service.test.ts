@@ -2,14 +2,14 @@ import { describe, it, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, writeFileSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
-import { forkFixture, type ForkFixture } from '../../support/fork-fixture.js';
+import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 
 const DAY = 86_400_000;
 
 describe('SnapshotService', () => {
-  let fx: ForkFixture;
+  let fx: CoreFixture;
   beforeEach(() => {
-    fx = forkFixture();
+    fx = coreFixture();
   });
   afterEach(() => fx.close());
 

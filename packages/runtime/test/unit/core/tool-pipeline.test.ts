@@ -111,4 +111,57 @@ describe('ToolPipeline', () => {
     fx.store.appendAudit = append;
     assert.equal(fx.driver.execs.length, before);
   });
+  describe('snapshot and fork as tools', () => {
+    it('snapshots the session through the airlock: authorized, audited, listed', async () => {
+      const session = await fx.sessions.create({ contract: fx.contract() });
+      const outcome = await fx.pipeline.submit(session.id, 'snapshot', { name: 'before-migration' });
+      assert.equal(outcome.status, 'completed');
+      const result = outcome.status === 'completed' ? outcome.result : {};
+      assert.equal(result['name'], 'before-migration');
+      assert.deepEqual(result['contents'], ['memory', 'disk']);
+      assert.deepEqual(fx.snapshots.list({ sessionId: session.id }).map((snapshot) => snapshot.id), [result['id']]);
+      assert.equal(fx.authorizer.seen.at(-1)?.tool, 'snapshot');
+      const types = fx.store.listAudit(session.id).map((record) => record.type);
+      assert.ok(types.indexOf('tool-call.authorized') < types.indexOf('tool-call.completed'), types.join(','));
+    });
+
+    it('forks into count branches; the policy sees how many', async () => {
+      const session = await fx.sessions.create({ contract: fx.contract() });
+      const outcome = await fx.pipeline.submit(session.id, 'fork', { count: 2 });
+      assert.equal(outcome.status, 'completed');
+      const result = outcome.status === 'completed' ? outcome.result : {};
+      const branches = result['branches'] as { index: number; sessionId: string; state: string }[];
+      assert.deepEqual(branches.map((branch) => branch.index), [0, 1]);
+      for (const branch of branches) assert.equal(fx.sessions.get(branch.sessionId).lineage?.parentSessionId, session.id);
+      assert.equal(result['created'], 2);
+      assert.equal(result['failed'], 0);
+      assert.equal(fx.authorizer.seen.at(-1)?.branches, 2);
+    });
+
+    it('never forks when the policy denies it, and holds a fork for a human on ask', async () => {
+      const session = await fx.sessions.create({ contract: fx.contract() });
+      fx.authorizer.decide = (context) => (context.tool !== 'fork' ? 'allow' : context.branches > 2 ? 'deny' : 'ask');
+      const sessionsBefore = fx.store.listSessions().length;
+      const denied = await fx.pipeline.submit(session.id, 'fork', { count: 3 });
+      assert.equal(denied.status === 'refused' && denied.error.code, 'POLICY_DENIED');
+      const held = await fx.pipeline.submit(session.id, 'fork', { count: 1 });
+      assert.equal(held.status, 'pending-approval');
+      assert.equal(fx.store.listSessions().length, sessionsBefore, 'nothing forked before a human decided');
+      fx.approvals.decide(held.status === 'pending-approval' ? held.approvalId : '', 'approve', 'tester', null);
+      await fx.approvals.drain();
+      assert.equal(fx.store.listSessions().length, sessionsBefore + 1);
+    });
+
+    it('rejects a fork count that is not a positive whole number, naming the field', async () => {
+      const session = await fx.sessions.create({ contract: fx.contract() });
+      for (const count of [0, 1.5, '2']) {
+        await assert.rejects(fx.pipeline.submit(session.id, 'fork', { count }), (error: { code: string; details: { field: string } }) => {
+          assert.equal(error.code, 'INVALID_ARGUMENTS');
+          assert.equal(error.details.field, 'count');
+          return true;
+        });
+      }
+      await assert.rejects(fx.pipeline.submit(session.id, 'snapshot', { label: 'x' }), { code: 'INVALID_ARGUMENTS' });
+    });
+  });
 });

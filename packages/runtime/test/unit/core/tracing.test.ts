@@ -5,6 +5,7 @@ import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { ToolPipeline } from '../../../src/core/tool-pipeline.js';
 import { ToolExecutor } from '../../../src/core/tool-executor.js';
 import { ApprovalService } from '../../../src/core/approval-service.js';
+import { LineageTools } from '../../../src/core/lineage-tools.js';
 import { parseTraceparent, type ToolCallSpan } from '../../../src/core/tracer.js';
 import { OtlpExporter } from '../../../src/telemetry/otlp-exporter.js';
 
@@ -20,7 +21,7 @@ describe('tracing of tool calls', () => {
       sessions: fx.sessions,
       authorizer: fx.authorizer,
       analyzeCommand: (input) => ({ programs: input.argv ?? [], analysable: true, reasons: [] }),
-      executor: new ToolExecutor(fx.sessions, fx.driver),
+      executor: new ToolExecutor(fx.sessions, fx.driver, new LineageTools(fx.snapshots, fx.forks)),
       approvals: new ApprovalService(fx.store),
       tracer: { record: (span) => spans.push(span) },
     });

@@ -168,3 +168,22 @@ test('a hand-built contract with broken Cedar is rejected at compile time', () =
   const broken = { ...parseContract({ version: 1 }), policies: [{ id: 'p', text: 'permit(' }] } as SessionContract;
   assert.throws(() => new CedarPolicySet(broken), (error: unknown) => isAirlockError(error, 'INVALID_CONTRACT'));
 });
+
+test('policies gate fork by the number of branches and snapshot by its action', () => {
+  const set = withPolicies([
+    'permit(principal, action, resource);',
+    '@id("few-branches") forbid(principal, action == Airlock::Action::"fork", resource) when { context.branches > 4 };',
+    '@id("snapshots-need-a-human") @approval("required") permit(principal, action == Airlock::Action::"snapshot", resource);',
+  ]);
+  const fork = (branches: number) => set.authorize({ sessionId: 'ses_1', tool: 'fork', branches });
+  assert.equal(fork(4).decision, 'allow');
+  const tooMany = fork(5);
+  assert.equal(tooMany.decision, 'deny');
+  assert.deepEqual(tooMany.policyIds, ['few-branches']);
+  assert.equal(tooMany.reason, 'policy few-branches forbids fork: 5 branches');
+  const snapshot = set.authorize({ sessionId: 'ses_1', tool: 'snapshot' });
+  assert.equal(snapshot.decision, 'ask');
+  assert.deepEqual(snapshot.policyIds, ['snapshots-need-a-human']);
+  // branches is 0 for every other tool, so a fork rule never catches them
+  assert.equal(set.authorize(exec('ls', { branches: 9 })).decision, 'allow');
+});
