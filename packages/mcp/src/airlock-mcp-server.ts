@@ -51,7 +51,7 @@ export class AirlockMcpServer {
         ].join('\n'),
       },
     );
-    this.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listedTools() }));
+    this.server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => ({ tools: listedTools(await options.calls.allowedTools(extra.signal)) }));
     this.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const name = request.params.name;
       if (!Object.hasOwn(TOOL_ARGUMENTS, name)) {

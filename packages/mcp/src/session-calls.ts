@@ -6,7 +6,7 @@
  * takes its command down with it (the server kills a command whose request
  * was aborted).
  */
-import { AirlockApiError, type ApprovalInfo, type Connection, type ToolCallOutcome } from '@airlock/sdk';
+import { AirlockApiError, type ApprovalInfo, type Connection, type SessionInfo, type ToolCallOutcome } from '@airlock/sdk';
 
 /** A refusal or failure answered by the server, as a value. */
 export interface CallRefusal {
@@ -36,6 +36,12 @@ export class SessionCalls {
       if (error instanceof AirlockApiError && error.status < 500) return refusalOf(error);
       throw error;
     }
+  }
+
+  /** The Airlock tools the session's contract allows. */
+  async allowedTools(signal?: AbortSignal): Promise<ReadonlySet<string>> {
+    const { body } = await this.connection.json<SessionInfo>('GET', `/v1/sessions/${encodeURIComponent(this.sessionId)}`, undefined, signal ? { signal } : {});
+    return new Set(body.tools);
   }
 
   /** One approval. */

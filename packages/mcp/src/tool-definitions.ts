@@ -44,6 +44,13 @@ export const TOOL_ARGUMENTS = {
     ignore_case: z.boolean().optional(),
     limit: z.number().int().min(1).max(10_000).optional().describe('most matching lines to return (default 250)'),
   }),
+  snapshot: z.strictObject({
+    name: z.string().min(1).max(128).regex(/^\P{Cc}+$/u, 'expected no control characters').optional().describe('a name to find the snapshot by later'),
+  }),
+  fork: z.strictObject({
+    count: z.number().int('count must be a whole number').min(1).describe('number of independent branches to create'),
+    snapshot_id: z.string().regex(/^snap_[A-Za-z0-9_-]+$/, 'a snapshot id looks like snap_...').optional().describe('fork from this snapshot of the session (from the snapshot tool) instead of from now'),
+  }),
   await_approval: z.strictObject({
     approval_id: z.string().regex(/^apr_[A-Za-z0-9_-]+$/, 'an approval id looks like apr_...'),
     timeout: z.number().positive().max(3600).optional().describe('seconds to wait for the decision (default 60)'),
@@ -101,6 +108,16 @@ export const TOOL_DESCRIPTIONS: Record<AirlockToolName, ToolDescription> = {
     description: `Searches files for a regular expression and returns file:line:text matches, skipping .git (runs find and grep in the session). ${AIRLOCK_NOTE}`,
     annotations: { readOnlyHint: true, openWorldHint: false },
   },
+  snapshot: {
+    title: 'Snapshot the session',
+    description: `Saves the whole session machine (memory, running processes and disk) as a snapshot and returns its id; the machine runs on. Fork from it later to try several approaches from this point. ${AIRLOCK_NOTE}`,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  },
+  fork: {
+    title: 'Fork the session',
+    description: `Creates count independent copies (branches) of the session machine, from now or from a snapshot, each with its own disk, processes and memory, and returns their session ids. This connection stays on the current session; a branch is reached by connecting to its session id. ${AIRLOCK_NOTE}`,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  },
   await_approval: {
     title: 'Wait for a held call',
     description: 'Waits for a human to decide a call the policy held for approval (the id comes from that call\'s result) and returns the call\'s result once it ran, or the refusal.',
@@ -108,9 +125,28 @@ export const TOOL_DESCRIPTIONS: Record<AirlockToolName, ToolDescription> = {
   },
 };
 
-/** The tools as `tools/list` shows them (JSON Schema 2020-12 from the zod schemas). */
-export function listedTools(): { name: string; title: string; description: string; inputSchema: { type: 'object'; [key: string]: unknown }; annotations: ToolAnnotations }[] {
-  return (Object.keys(TOOL_ARGUMENTS) as AirlockToolName[]).map((name) => {
+/** The Airlock tools each MCP tool calls: it is offered only when the session's contract allows them all. */
+export const AIRLOCK_TOOLS_CALLED: Record<AirlockToolName, readonly string[]> = {
+  bash: ['exec'],
+  read: ['files.read'],
+  write: ['files.write'],
+  edit: ['files.edit'],
+  ls: ['files.list'],
+  glob: ['exec'],
+  grep: ['exec'],
+  snapshot: ['snapshot'],
+  fork: ['fork'],
+  await_approval: [],
+};
+
+/**
+ * The tools as `tools/list` shows them (JSON Schema 2020-12 from the zod
+ * schemas): those whose Airlock tools the contract allows, so that a model is
+ * never offered a tool every call of which would be denied.
+ */
+export function listedTools(allowed: ReadonlySet<string>): { name: string; title: string; description: string; inputSchema: { type: 'object'; [key: string]: unknown }; annotations: ToolAnnotations }[] {
+  const offered = (Object.keys(TOOL_ARGUMENTS) as AirlockToolName[]).filter((name) => AIRLOCK_TOOLS_CALLED[name].every((tool) => allowed.has(tool)));
+  return offered.map((name) => {
     const { title, description, annotations } = TOOL_DESCRIPTIONS[name];
     const inputSchema = z.toJSONSchema(TOOL_ARGUMENTS[name], { io: 'input' }) as { type: 'object'; [key: string]: unknown };
     return { name, title, description, inputSchema, annotations: { title, ...annotations } };

@@ -52,6 +52,14 @@ export async function handleTool(name: AirlockToolName, input: ToolInput<Airlock
       const args = input as ToolInput<'ls'>;
       return through(context, 'files.list', { path: args.path ?? '/workspace' }, (done) => formatCompleted(done));
     }
+    case 'snapshot': {
+      const args = input as ToolInput<'snapshot'>;
+      return through(context, 'snapshot', args.name === undefined ? {} : { name: args.name }, (done) => formatCompleted(done));
+    }
+    case 'fork': {
+      const args = input as ToolInput<'fork'>;
+      return through(context, 'fork', { count: args.count, ...(args.snapshot_id === undefined ? {} : { snapshotId: args.snapshot_id }) }, (done) => formatCompleted(done));
+    }
     case 'glob':
       return glob(input as ToolInput<'glob'>, context);
     case 'grep':
@@ -96,6 +104,10 @@ function formatCompleted(done: Completed): CallToolResult {
     }
     case 'files.list':
       return listResult(result);
+    case 'snapshot':
+      return snapshotResult(result);
+    case 'fork':
+      return forkResult(result);
     default:
       return textResult(JSON.stringify(result, null, 2), result);
   }
@@ -121,6 +133,34 @@ function readResult(result: Record<string, unknown>, offset: number | undefined,
   if (first > 1 || last < lines.length) notes.push(`[lines ${first}-${last} of ${lines.length}; pass offset/limit for others]`);
   if (result['truncated']) notes.push(`[the file is ${Number(result['size'])} bytes; only the first ${bytes.length} were read]`);
   return textResult([body, ...notes].join('\n'), { path, firstLine: first, lastLine: last, totalLines: lines.length });
+}
+
+function snapshotResult(result: Record<string, unknown>): CallToolResult {
+  const holds = (result['contents'] as string[] | undefined)?.join(' and ') ?? 'memory and disk';
+  const named = result['name'] ? ` "${String(result['name'])}"` : '';
+  const megabytes = (Number(result['sizeBytes']) / (1024 * 1024)).toFixed(1);
+  return textResult(`snapshot ${String(result['id'])}${named} taken: ${holds}, ${megabytes} MB. Fork from it with fork { count, snapshot_id: "${String(result['id'])}" }.`, {
+    snapshotId: result['id'],
+    name: result['name'],
+    contents: result['contents'],
+    sizeBytes: result['sizeBytes'],
+  });
+}
+
+function forkResult(result: Record<string, unknown>): CallToolResult {
+  type Branch = { index: number; sessionId: string | null; state?: string; error?: { code: string; message: string } };
+  const branches = (result['branches'] as Branch[] | undefined) ?? [];
+  const snapshotId = String((result['snapshot'] as { id?: unknown } | undefined)?.id ?? '');
+  const lines = branches.map((branch) =>
+    branch.error
+      ? `branch ${branch.index}: failed (${branch.error.code}: ${branch.error.message})`
+      : `branch ${branch.index}: session ${String(branch.sessionId)} (${branch.state ?? 'running'})`,
+  );
+  const created = branches.filter((branch) => !branch.error).length;
+  const head = `forked ${created} of ${branches.length} branch${branches.length === 1 ? '' : 'es'} from snapshot ${snapshotId}; this connection stays on the current session.`;
+  const structured = { snapshotId, branches: branches.map((branch) => ({ index: branch.index, sessionId: branch.sessionId, ...(branch.error ? { error: branch.error } : { state: branch.state }) })) };
+  // Some branches made is a result the model must act on; none made is an error.
+  return { ...textResult([head, ...lines].join('\n'), structured), ...(created === 0 ? { isError: true } : {}) };
 }
 
 function listResult(result: Record<string, unknown>): CallToolResult {

@@ -3,7 +3,8 @@
  * /v1/sessions/:id/mcp) with the official MCP client, against a real server
  * and gVisor: tools, files, commands, a denial, approvals (while the call
  * waits, and pending then await_approval), protocol errors, session choice,
- * the bearer token, and a client that disconnects mid-command.
+ * the bearer token, a client that disconnects mid-command, and snapshot /
+ * fork where the contract allows them.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -46,7 +47,7 @@ describe('MCP at /v1/sessions/:id/mcp', () => {
 
   it('lists the tools and serves the session of the path', async () => {
     const { tools } = await client.listTools();
-    assert.equal(tools.length, 8);
+    assert.equal(tools.length, 10);
     assert.match(client.getInstructions() ?? '', new RegExp(`session ${sandbox.id}`));
   });
 
@@ -145,3 +146,58 @@ describe('MCP at /mcp', () => {
     assert.equal((await sandbox.commands.run('test -e /workspace/late-http && echo yes || echo no')).stdout, 'no\n');
   });
 });
+
+describe('MCP snapshot and fork', () => {
+  it('snapshots the session and forks branches from the snapshot, each with the disk of that moment', async () => {
+    const { client } = await connect(`/v1/sessions/${sandbox.id}/mcp`);
+    assert.equal(textOf(await client.callTool({ name: 'bash', arguments: { command: 'echo before > /workspace/moment.txt' } })), '[exit code 0]');
+    const taken = await client.callTool({ name: 'snapshot', arguments: { name: 'before-change' } });
+    assert.equal(taken.isError, undefined, textOf(taken));
+    const snapshotId = (taken.structuredContent as { snapshotId?: string }).snapshotId ?? '';
+    assert.match(textOf(taken), new RegExp(`^snapshot ${snapshotId} "before-change" taken: memory and disk`));
+    assert.equal((await sandbox.snapshots.get(snapshotId)).name, 'before-change');
+    await client.callTool({ name: 'bash', arguments: { command: 'echo after > /workspace/moment.txt' } });
+
+    const forked = await client.callTool({ name: 'fork', arguments: { count: 2, snapshot_id: snapshotId } });
+    assert.equal(forked.isError, undefined, textOf(forked));
+    const branches = (forked.structuredContent as { branches: { index: number; sessionId: string; state: string }[] }).branches;
+    assert.deepEqual(branches.map((branch) => branch.index), [0, 1]);
+    assert.match(textOf(forked), new RegExp(`^forked 2 of 2 branches from snapshot ${snapshotId}`));
+    for (const branch of branches) {
+      const copy = await Sandbox.connect(branch.sessionId, { url: installation.url, token: installation.token });
+      assert.equal((await copy.files.read('/workspace/moment.txt')).toString(), 'before\n');
+      assert.equal((await copy.getInfo()).lineage?.parentSessionId, sandbox.id);
+      await copy.kill();
+    }
+    assert.equal((await sandbox.files.read('/workspace/moment.txt')).toString(), 'after\n', 'the parent runs on unchanged');
+    const audited = (await sandbox.audit()).find((record) => record.type === 'tool-call.completed' && record.data['gen_ai.tool.name'] === 'fork');
+    assert.deepEqual(audited?.data['branchSessionIds'], branches.map((branch) => branch.sessionId));
+  });
+
+  it('rejects a fork count that is not a whole number with a protocol error naming the field', async () => {
+    const { client } = await connect(`/v1/sessions/${sandbox.id}/mcp`);
+    await assert.rejects(client.callTool({ name: 'fork', arguments: { count: 1.5 } }), (error: unknown) => {
+      assert.ok(error instanceof McpError);
+      assert.equal(error.code, -32602);
+      assert.equal((error.data as { field?: string }).field, 'count');
+      return true;
+    });
+  });
+
+  it('does not offer them when the contract leaves them out, and denies a call anyway with the contract\'s reason', async () => {
+    const tools = ['exec', 'files.read', 'files.write', 'files.edit', 'files.list'];
+    const narrow = await Sandbox.create({ url: installation.url, token: installation.token, contract: { version: 1, tools } });
+    try {
+      const { client } = await connect(`/v1/sessions/${narrow.id}/mcp`);
+      const listed = (await client.listTools()).tools.map((tool) => tool.name).sort();
+      assert.deepEqual(listed, ['await_approval', 'bash', 'edit', 'glob', 'grep', 'ls', 'read', 'write']);
+      const refused = await client.callTool({ name: 'fork', arguments: { count: 1 } });
+      assert.equal(refused.isError, true);
+      assert.match(textOf(refused), /^POLICY_DENIED: the tool fork is not in this session's contract \(tools: exec, files.read, files.write, files.edit, files.list\)/);
+      assert.equal((await narrow.getInfo()).tools.includes('fork'), false);
+    } finally {
+      await narrow.kill();
+    }
+  });
+});
+

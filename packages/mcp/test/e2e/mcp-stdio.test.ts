@@ -43,8 +43,10 @@ describe('airlock mcp over stdio', () => {
 
   it('lists the tools with schemas and annotations', async () => {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((tool) => tool.name).sort(), ['await_approval', 'bash', 'edit', 'glob', 'grep', 'ls', 'read', 'write']);
+    assert.deepEqual(tools.map((tool) => tool.name).sort(), ['await_approval', 'bash', 'edit', 'fork', 'glob', 'grep', 'ls', 'read', 'snapshot', 'write']);
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
+    assert.equal(byName.get('fork')?.annotations?.destructiveHint, false);
+    assert.deepEqual(byName.get('fork')?.inputSchema.required, ['count']);
     assert.equal(byName.get('read')?.annotations?.readOnlyHint, true);
     assert.equal(byName.get('bash')?.annotations?.destructiveHint, true);
     assert.deepEqual(byName.get('edit')?.inputSchema.required, ['path', 'old_string', 'new_string']);

@@ -66,6 +66,8 @@ const session = z.object({
   /** when an idle machine pauses and suspends; null for per-call sessions */
   idle: idlePolicy.nullable().optional(),
   exposedPorts: z.array(z.number()).optional(),
+  /** the tools the session's contract allows; a call of any other is denied */
+  tools: z.array(z.string()),
 }).catchall(z.unknown());
 
 const toolCall = z.object({ id: z.string(), sessionId: z.string(), tool: z.string(), arguments: z.record(z.string(), z.unknown()), receivedAt: z.string() });

@@ -24,6 +24,7 @@ export function sessionView(session: SessionRecord, now: Date = new Date()): Rec
     tenant: session.tenant,
     principal: session.principal,
     contractVersion: session.contractVersion,
+    tools: Array.isArray(session.contract['tools']) ? session.contract['tools'] : [],
     resources: session.resources,
     idle: session.mode === 'machine' ? idlePolicyOf(session) : null,
     exposedPorts: session.exposedPorts ?? [],

@@ -2482,6 +2482,7 @@ export interface components {
                 state: "creating" | "running" | "paused" | "suspended" | "terminated" | "failed";
                 stateSince: string;
                 tenant: string;
+                tools: string[];
                 updatedAt: string;
             } & {
                 [key: string]: unknown;
@@ -2619,6 +2620,7 @@ export interface components {
             state: "creating" | "running" | "paused" | "suspended" | "terminated" | "failed";
             stateSince: string;
             tenant: string;
+            tools: string[];
             updatedAt: string;
         } & {
             [key: string]: unknown;
@@ -2687,6 +2689,7 @@ export interface components {
                 state: "creating" | "running" | "paused" | "suspended" | "terminated" | "failed";
                 stateSince: string;
                 tenant: string;
+                tools: string[];
                 updatedAt: string;
             } & {
                 [key: string]: unknown;
