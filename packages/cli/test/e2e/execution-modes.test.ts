@@ -63,13 +63,20 @@ describe('execution modes on gVisor: per-call sandboxes, sleeping machines, serv
     const processes = cliOk(['exec', id, '--', 'python3', '-c', "import os; print('\\n'.join(open(f'/proc/{p}/cmdline').read().replace('\\0', ' ') for p in os.listdir('/proc') if p.isdigit()))"]);
     assert.doesNotMatch(processes, /sleep 1000/, 'the background process of the earlier call is gone');
 
+    // Parallel means the four sleeps were under way at one moment: the last one began before the first
+    // one ended (each sandbox reads the host's clock). Calls run one after another never pass this,
+    // however fast the machine; the 5 s sleep leaves room for boots staggered by a loaded host.
     const sandbox = await Sandbox.connect(id, connection());
+    const sleeper = 'import time; print(time.time_ns()); time.sleep(5); print(time.time_ns())';
     const started = Date.now();
-    const results = await Promise.all([1, 2, 3, 4].map(() => sandbox.commands.run(['sleep', '1'])));
+    const results = await Promise.all([1, 2, 3, 4].map(() => sandbox.commands.run(['python3', '-c', sleeper])));
     const wallMs = Date.now() - started;
-    t.diagnostic(`4 parallel per-call \`sleep 1\`: ${wallMs} ms wall; per call start (boot) ${results.map((r) => r.timing.startMs).join('/')} ms, run ${results.map((r) => r.timing.runMs).join('/')} ms`);
-    assert.ok(results.every((result) => result.exitCode === 0));
-    assert.ok(wallMs < 4000, `4 parallel sleeps took ${wallMs} ms`);
+    t.diagnostic(`4 parallel per-call \`sleep 5\`: ${wallMs} ms wall; per call start (boot) ${results.map((r) => r.timing.startMs).join('/')} ms, run ${results.map((r) => r.timing.runMs).join('/')} ms`);
+    assert.deepEqual(results.map((result) => result.exitCode), [0, 0, 0, 0]);
+    const spans = results.map((result) => result.stdout.trim().split('\n').map(BigInt));
+    const lastBegin = spans.reduce((latest, [begin]) => (begin! > latest ? begin! : latest), 0n);
+    const firstEnd = spans.reduce((earliest, [, end]) => (end! < earliest ? end! : earliest), spans[0]![1]!);
+    assert.ok(lastBegin < firstEnd, `the four sleeps were never all under way: the last began ${(lastBegin - firstEnd) / 1_000_000n} ms after the first ended`);
 
     const capped = cliOk(['sessions', 'create', '--mode', 'per-call', '--contract', contractFile('capped', { perCall: { maxSeconds: 2 } })]).trim();
     const begun = Date.now();
