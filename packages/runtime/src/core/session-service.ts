@@ -9,18 +9,23 @@ import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxRes
 import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
-import type { SnapshotReason, SnapshotRecord } from './snapshot.js';
 import type { ImageCatalog, ImageRecord } from '../images/image-catalog.js';
 import type { SessionContract } from '../policy/session-contract.js';
 import { newId } from './ids.js';
 import { systemClock, secondsBetween, type Clock } from './clock.js';
 import { SessionLocks } from './session-locks.js';
 import type { SessionNetworks } from './session-networks.js';
-import { freshSeed, LifecycleHooks } from './lifecycle-hooks.js';
+import { LifecycleHooks } from './lifecycle-hooks.js';
+import { MachineHibernation } from './machine-hibernation.js';
+import { UsageMeter } from './usage-meter.js';
 import {
   assertTransition,
   emptyGuard,
   emptyMeters,
+  machineHandle,
+  requireCallable,
+  requireCallableState,
+  requireMachine,
   type ExecutionMode,
   type LifecycleOperation,
   type SessionRecord,
@@ -63,6 +68,9 @@ export class SessionService {
   readonly locks: SessionLocks;
   /** runs on-resume hooks; the fork service shares it for on-fork hooks */
   readonly hooks: LifecycleHooks;
+  /** activity, resource samples and per-call time of sessions */
+  readonly usage: UsageMeter;
+  private readonly hibernation: MachineHibernation;
   private readonly store: Store;
   private readonly driver: SandboxDriver;
   private readonly disks: SessionDisks;
@@ -83,6 +91,18 @@ export class SessionService {
     this.locks = deps.locks ?? new SessionLocks();
     this.networks = deps.networks;
     this.hooks = deps.hooks ?? new LifecycleHooks({ driver: deps.driver, store: deps.store });
+    this.usage = new UsageMeter({ store: this.store, driver: this.driver, disks: this.disks, locks: this.locks, clock: this.clock });
+    this.hibernation = new MachineHibernation(this, {
+      store: this.store,
+      driver: this.driver,
+      disks: this.disks,
+      images: this.images,
+      artifacts: this.artifacts,
+      clock: this.clock,
+      networks: this.networks,
+      hooks: this.hooks,
+      usage: this.usage,
+    });
   }
 
   /** The session, or SESSION_NOT_FOUND. */
@@ -176,12 +196,12 @@ export class SessionService {
 
   /** Checkpoints the machine's memory and processes and stops it; the disk stays. */
   async suspend(id: string, reason: 'manual' | 'idle' = 'manual'): Promise<SessionRecord> {
-    return this.locks.exclusive(id, () => this.suspendLocked(this.get(id), reason));
+    return this.locks.exclusive(id, () => this.hibernation.suspend(this.get(id), reason));
   }
 
   /** Restores a suspended (or thaws a paused) machine where it stopped. */
   async resume(id: string): Promise<SessionRecord> {
-    return this.locks.exclusive(id, () => this.resumeLocked(this.get(id)));
+    return this.locks.exclusive(id, () => this.hibernation.resume(this.get(id)));
   }
 
   /** Freezes the machine in place: no CPU, memory kept. */
@@ -198,15 +218,15 @@ export class SessionService {
     return this.locks.exclusive(id, async () => {
       const session = this.get(id);
       if (session.mode !== 'machine' || session.pendingOperation || !stillIdle(session)) return undefined;
-      if (depth === 'suspended') return session.state === 'running' || session.state === 'paused' ? this.suspendLocked(session, 'idle') : undefined;
+      if (depth === 'suspended') return session.state === 'running' || session.state === 'paused' ? this.hibernation.suspend(session, 'idle') : undefined;
       return session.state === 'running' ? this.pauseLocked(session, 'idle') : undefined;
     });
   }
 
   private async pauseLocked(session: SessionRecord, reason: 'manual' | 'idle'): Promise<SessionRecord> {
-    this.requireMachine(session, 'pause');
+    requireMachine(session, 'pause');
     assertTransition(session, 'pause');
-    await this.driver.pause(this.handleOf(session));
+    await this.driver.pause(machineHandle(session));
     return this.commit(session, { state: 'paused' }, 'session.paused', { reason });
   }
 
@@ -237,21 +257,21 @@ export class SessionService {
     for (;;) {
       const outcome = await this.locks.shared(id, async () => {
         const session = this.get(id);
-        this.requireCallable(session);
+        requireCallable(session);
         if (session.state !== 'running' || !session.sandbox) return undefined;
         const resumeMs = slept ? Date.now() - begun : 0;
-        this.touch(session);
+        this.usage.touch(session.id);
         const result = await work(session.sandbox, session);
         // idleness counts from the end of the last call, not its start
-        this.touch(session);
+        this.usage.touch(session.id);
         return { result, resumeMs };
       });
       if (outcome) return outcome;
       slept = true;
       await this.locks.exclusive(id, async () => {
         const session = this.get(id);
-        this.requireCallable(session);
-        if (session.state === 'suspended' || session.state === 'paused') await this.resumeLocked(session);
+        requireCallable(session);
+        if (session.state === 'suspended' || session.state === 'paused') await this.hibernation.resume(session);
       });
     }
   }
@@ -265,23 +285,17 @@ export class SessionService {
     return this.locks.shared(id, async () => {
       const session = this.get(id);
       if (session.state === 'creating' || session.state === 'terminated' || session.state === 'failed') {
-        this.requireCallableState(session);
+        requireCallableState(session);
       }
       const image = await this.images.get(session.imageName);
       const spec = await this.specFor(session, image);
       const sandboxId = `airlock-${session.id}-run-${newId('c').slice(2, 12)}`;
-      this.touch(session);
+      this.usage.touch(session.id);
       const outcome = await this.driver.runOnce(
         { ...spec, sandboxId, stateDir: this.layout.sandboxStateDir(sandboxId), oneShot: { argv: request.argv } },
         request,
       );
-      this.store.transaction(() => {
-        const fresh = this.store.getSession(id);
-        if (!fresh) return;
-        fresh.meters.perCallSeconds = (fresh.meters.perCallSeconds ?? 0) + outcome.durationMs / 1000;
-        fresh.lastActivityAt = this.clock.now().toISOString();
-        this.store.updateSession(fresh);
-      });
+      this.usage.chargePerCall(id, outcome.durationMs);
       return outcome;
     });
   }
@@ -291,155 +305,6 @@ export class SessionService {
     const session = this.get(id);
     const tripped = session.guard.tripped;
     return this.commit(session, { guard: emptyGuard() }, 'guard.reset', { by, wasTripped: tripped !== null, callKey: tripped?.callKey ?? null });
-  }
-
-  /** Records activity, for the idle suspender and metering. */
-  touch(session: SessionRecord): void {
-    const fresh = this.store.getSession(session.id);
-    if (!fresh) return;
-    fresh.lastActivityAt = this.clock.now().toISOString();
-    this.store.updateSession(fresh);
-  }
-
-  /**
-   * Samples the machine's resource use into the session's meters: CPU (this
-   * incarnation on top of the closed ones), peak memory, memory integrated over
-   * time, and disk bytes. Called after every tool call and before a suspend.
-   */
-  async sampleUsage(id: string): Promise<void> {
-    // Under the shared lock: a sample must not straddle a suspend, which closes the incarnation's CPU.
-    await this.locks.shared(id, () => this.sampleUsageLocked(id));
-  }
-
-  private async sampleUsageLocked(id: string): Promise<void> {
-    const session = this.store.getSession(id);
-    if (!session) return;
-    const usage = session.sandbox ? await this.driver.usage(session.sandbox).catch(() => undefined) : undefined;
-    const disk = await this.disks.usage(id).catch(() => undefined);
-    const now = this.clock.now();
-    this.store.transaction(() => {
-      const fresh = this.store.getSession(id);
-      if (!fresh) return;
-      const meters = { ...fresh.meters };
-      if (usage) {
-        meters.cpuSeconds = Math.max(meters.cpuSeconds, meters.cpuSecondsClosed + usage.cpuSeconds);
-        meters.peakMemoryBytes = Math.max(meters.peakMemoryBytes, usage.peakMemoryBytes);
-        const since = meters.memorySampledAt ? Math.max(0, (now.getTime() - Date.parse(meters.memorySampledAt)) / 1000) : 0;
-        meters.memoryByteSeconds += since * usage.memoryBytes;
-        meters.memorySampledAt = now.toISOString();
-      }
-      if (disk) meters.diskBytes = disk.usedBytes;
-      this.store.updateSession({ ...fresh, meters });
-    });
-  }
-
-  private async suspendLocked(session: SessionRecord, reason: 'manual' | 'idle'): Promise<SessionRecord> {
-    this.requireMachine(session, 'suspend');
-    assertTransition(session, 'suspend');
-    const handle = this.handleOf(session);
-    if (session.state === 'paused') await this.driver.unpause(handle);
-    await this.sampleUsageLocked(session.id);
-    const snapshotId = newId('snap');
-    this.mark(session, 'suspend', { snapshotId });
-    const imageDir = this.artifacts.pathFor(snapshotId);
-    let sizeBytes = 0;
-    let checksum = '';
-    const started = Date.now();
-    try {
-      await this.disks.sync(session.id);
-      // gVisor cannot save open TCP connections: the gateway resets the session's first.
-      await this.networks?.quiesce(session.id);
-      await this.driver.checkpoint(handle, imageDir, { leaveRunning: false });
-      ({ checksum, sizeBytes } = await this.artifacts.seal(snapshotId));
-    } catch (error) {
-      const failure = toAirlockError(error, 'DRIVER_FAILED');
-      await this.artifacts.remove(snapshotId).catch(() => undefined);
-      const alive = await this.driver.status(handle).catch(() => 'missing' as const);
-      if (alive === 'running' || alive === 'paused') {
-        this.commit(session, { state: 'running', pendingOperation: null }, 'session.suspend-failed', {
-          code: failure.code,
-          message: failure.message,
-          stillRunning: true,
-        });
-      } else {
-        this.commit(session, { state: 'failed', pendingOperation: null, sandbox: null, failure: { code: failure.code, message: failure.message } }, 'session.failed', {
-          operation: 'suspend',
-          code: failure.code,
-          message: failure.message,
-        });
-      }
-      throw new AirlockError(failure.code, `suspend of session ${session.id} failed: ${failure.message}`, {
-        cause: failure,
-        details: { sessionId: session.id, stillRunning: alive === 'running' || alive === 'paused' },
-      });
-    }
-    await this.driver.destroy(handle).catch(() => undefined);
-    const previous = session.resumeSnapshotId;
-    const snapshot = this.snapshotRecord(session, snapshotId, 'suspend', { checksum, sizeBytes, parent: previous });
-    const suspended = this.store.transaction(() => {
-      this.store.insertSnapshot(snapshot);
-      const result = this.commit(session, { state: 'suspended', pendingOperation: null, sandbox: null, resumeSnapshotId: snapshotId }, 'session.suspended', {
-        reason,
-        snapshotId,
-        memoryImageBytes: sizeBytes,
-        checksum,
-        durationMs: Date.now() - started,
-      });
-      result.meters.snapshotBytes = sizeBytes;
-      // the next incarnation's cgroup counts CPU from zero
-      result.meters.cpuSecondsClosed = result.meters.cpuSeconds;
-      delete result.meters.memorySampledAt;
-      this.store.updateSession(result);
-      return result;
-    });
-    if (previous) await this.dropSnapshot(previous, 'superseded');
-    return suspended;
-  }
-
-  private async resumeLocked(session: SessionRecord): Promise<SessionRecord> {
-    this.requireMachine(session, 'resume');
-    assertTransition(session, 'resume');
-    if (session.state === 'paused') {
-      await this.driver.unpause(this.handleOf(session));
-      return this.commit(session, { state: 'running' }, 'session.unpaused', {});
-    }
-    const snapshotId = session.resumeSnapshotId;
-    const snapshot = snapshotId ? this.store.getSnapshot(snapshotId) : undefined;
-    if (!snapshot || snapshot.deletedAt) {
-      throw new AirlockError('SNAPSHOT_NOT_FOUND', `session ${session.id} has no memory image to resume from; terminate it`, {
-        details: { sessionId: session.id },
-      });
-    }
-    const started = Date.now();
-    await this.artifacts.verify(snapshot.id, snapshot.checksum);
-    const image = await this.images.get(session.imageName);
-    await this.disks.ensureMounted(session.id);
-    session.generation += 1;
-    this.mark(session, 'resume');
-    const spec = await this.specFor(session, image);
-    let handle: SandboxHandle;
-    let resumed: SessionRecord;
-    try {
-      handle = await this.driver.restore(spec, this.artifacts.pathFor(snapshot.id));
-      resumed = this.commit(session, { state: 'running', pendingOperation: null, sandbox: handle }, 'session.resumed', {
-        snapshotId: snapshot.id,
-        sandboxId: handle.sandboxId,
-        durationMs: Date.now() - started,
-      });
-    } catch (error) {
-      const failure = toAirlockError(error, 'DRIVER_FAILED');
-      await this.driver
-        .destroy({ sandboxId: spec.sandboxId, sessionId: session.id, driverData: {} })
-        .catch(() => undefined);
-      this.commit(session, { state: 'suspended', pendingOperation: null }, 'session.resume-failed', {
-        code: failure.code,
-        message: failure.message,
-      });
-      throw failure;
-    }
-    // After the commit: a failing hook is recorded and never undoes the resume.
-    await this.hooks.run(handle, session.id, 'on-resume', { AIRLOCK_SESSION_ID: session.id, AIRLOCK_RESUME_SEED: freshSeed(), AIRLOCK_SNAPSHOT_ID: snapshot.id });
-    return resumed;
   }
 
   private async sanitize(session: SessionRecord): Promise<void> {
@@ -479,32 +344,8 @@ export class SessionService {
     };
   }
 
-  private snapshotRecord(
-    session: SessionRecord,
-    id: string,
-    reason: SnapshotReason,
-    facts: { checksum: string; sizeBytes: number; parent: string | null; name?: string | null },
-  ): SnapshotRecord {
-    return {
-      id,
-      sessionId: session.id,
-      name: facts.name ?? null,
-      parentSnapshotId: facts.parent,
-      imageName: session.imageName,
-      imageDigest: session.imageDigest,
-      contractVersion: session.contractVersion,
-      reason,
-      path: this.artifacts.pathFor(id),
-      sizeBytes: facts.sizeBytes,
-      checksum: facts.checksum,
-      createdAt: this.clock.now().toISOString(),
-      expiresAt: null,
-      deletedAt: null,
-    };
-  }
-
   /** Records that an operation is in flight before it touches the sandbox. */
-  private mark(session: SessionRecord, operation: LifecycleOperation, data: Record<string, unknown> = {}): void {
+  mark(session: SessionRecord, operation: LifecycleOperation, data: Record<string, unknown> = {}): void {
     const fresh = this.get(session.id);
     fresh.pendingOperation = operation;
     fresh.generation = session.generation;
@@ -534,40 +375,6 @@ export class SessionService {
       Object.assign(session, next);
       return next;
     });
-  }
-
-  private requireMachine(session: SessionRecord, operation: string): void {
-    if (session.mode === 'per-call') {
-      throw new AirlockError('INVALID_STATE', `cannot ${operation} session ${session.id}: it runs each call in a fresh sandbox and has no machine`, {
-        details: { sessionId: session.id, mode: session.mode },
-      });
-    }
-  }
-
-  private requireCallable(session: SessionRecord): void {
-    if (session.mode === 'per-call') this.requireMachine(session, 'run a call on the machine of');
-    this.requireCallableState(session);
-  }
-
-  private requireCallableState(session: SessionRecord): void {
-    if (session.state === 'creating' || session.pendingOperation === 'terminate') {
-      throw new AirlockError('SESSION_BUSY', `session ${session.id} is being ${session.state === 'creating' ? 'created' : 'terminated'}; retry in a moment`, {
-        details: { sessionId: session.id, state: session.state },
-      });
-    }
-    if (session.state === 'terminated' || session.state === 'failed') {
-      const why = session.state === 'terminated' ? 'it was terminated; create a new session' : `it failed (${session.failure?.message ?? 'unknown cause'}); terminate it and create a new one`;
-      throw new AirlockError('INVALID_STATE', `session ${session.id} cannot run tool calls: ${why}`, {
-        details: { sessionId: session.id, state: session.state },
-      });
-    }
-  }
-
-  private handleOf(session: SessionRecord): SandboxHandle {
-    if (!session.sandbox) {
-      throw new AirlockError('INVALID_STATE', `session ${session.id} has no running machine`, { details: { sessionId: session.id } });
-    }
-    return session.sandbox;
   }
 }
 

@@ -149,3 +149,41 @@ export function assertTransition(session: Pick<SessionRecord, 'id' | 'state'>, o
 export function isFinal(state: SessionState): boolean {
   return state === 'terminated';
 }
+
+/** Refuses an operation that needs a machine on a per-call session. */
+export function requireMachine(session: SessionRecord, operation: string): void {
+  if (session.mode === 'per-call') {
+    throw new AirlockError('INVALID_STATE', `cannot ${operation} session ${session.id}: it runs each call in a fresh sandbox and has no machine`, {
+      details: { sessionId: session.id, mode: session.mode },
+    });
+  }
+}
+
+/** Refuses a tool call on the machine of a session that cannot take one. */
+export function requireCallable(session: SessionRecord): void {
+  if (session.mode === 'per-call') requireMachine(session, 'run a call on the machine of');
+  requireCallableState(session);
+}
+
+/** Refuses a tool call on a session being created or terminated, or already ended. */
+export function requireCallableState(session: SessionRecord): void {
+  if (session.state === 'creating' || session.pendingOperation === 'terminate') {
+    throw new AirlockError('SESSION_BUSY', `session ${session.id} is being ${session.state === 'creating' ? 'created' : 'terminated'}; retry in a moment`, {
+      details: { sessionId: session.id, state: session.state },
+    });
+  }
+  if (session.state === 'terminated' || session.state === 'failed') {
+    const why = session.state === 'terminated' ? 'it was terminated; create a new session' : `it failed (${session.failure?.message ?? 'unknown cause'}); terminate it and create a new one`;
+    throw new AirlockError('INVALID_STATE', `session ${session.id} cannot run tool calls: ${why}`, {
+      details: { sessionId: session.id, state: session.state },
+    });
+  }
+}
+
+/** The handle of the session's running machine, or INVALID_STATE. */
+export function machineHandle(session: SessionRecord): SandboxHandle {
+  if (!session.sandbox) {
+    throw new AirlockError('INVALID_STATE', `session ${session.id} has no running machine`, { details: { sessionId: session.id } });
+  }
+  return session.sandbox;
+}

@@ -147,7 +147,7 @@ export class ToolPipeline {
       const { result, timing, failed } = await this.deps.executor.run(session, call.tool, call.arguments, context, options, receivedAt);
       this.audit(session.id, 'tool-call.completed', call, { ...auditResult(call.tool, result), timing });
       this.recordFailure(session.id, call, failed);
-      await this.deps.sessions.sampleUsage(session.id);
+      await this.deps.sessions.usage.sample(session.id);
       return { status: 'completed', callId: call.id, tool: call.tool, result, decision, timing };
     } catch (error) {
       const failure = toAirlockError(error, 'DRIVER_FAILED');
