@@ -4,7 +4,7 @@
  * and after it touches the sandbox, so that a crash at any point leaves a
  * session that `reconcile()` can bring back to a resumable state.
  */
-import { AirlockError, toAirlockError } from './errors.js';
+import { AirlockError, isAirlockError, toAirlockError } from './errors.js';
 import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources, SandboxSpec } from './sandbox-driver.js';
 import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
@@ -261,7 +261,13 @@ export class SessionService {
         if (session.state !== 'running' || !session.sandbox) return undefined;
         const resumeMs = slept ? Date.now() - begun : 0;
         this.usage.touch(session.id);
-        const result = await work(session.sandbox, session);
+        let result: T;
+        try {
+          result = await work(session.sandbox, session);
+        } catch (error) {
+          if (isAirlockError(error, 'SANDBOX_DIED')) this.recordDeath(session, error);
+          throw error;
+        }
         // idleness counts from the end of the last call, not its start
         this.usage.touch(session.id);
         return { result, resumeMs };
@@ -274,6 +280,21 @@ export class SessionService {
         if (session.state === 'suspended' || session.state === 'paused') await this.hibernation.resume(session);
       });
     }
+  }
+
+  /**
+   * Marks a session whose machine died under a call as failed, so that it
+   * says so and later calls are refused with the cause instead of failing
+   * one by one. The handle stays: terminate cleans up what runsc left.
+   */
+  private recordDeath(session: SessionRecord, error: AirlockError): void {
+    const fresh = this.get(session.id);
+    if (fresh.state === 'failed' || fresh.state === 'terminated') return;
+    this.commit(fresh, { state: 'failed', pendingOperation: null, failure: { code: error.code, message: error.message } }, 'session.failed', {
+      operation: 'call',
+      code: error.code,
+      message: error.message,
+    });
   }
 
   /**

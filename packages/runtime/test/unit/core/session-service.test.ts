@@ -6,6 +6,7 @@ import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { reconcileSessions } from '../../../src/core/session-reconciler.js';
 import { DirectoryDisks } from '../../support/core-fixture.js';
 import { verifyChain } from '../../../src/audit/hash-chain.js';
+import { AirlockError } from '../../../src/core/errors.js';
 
 describe('SessionService', () => {
   let fx: CoreFixture;
@@ -106,4 +107,22 @@ describe('SessionService', () => {
     assert.deepEqual(report.failed, [session.id]);
     assert.equal(fx.sessions.get(session.id).failure?.code, 'SANDBOX_DIED');
   });
+
+  it('marks a session failed when its machine dies under a call, and refuses later calls with the cause', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    fx.driver.exec = async () => {
+      throw new AirlockError('SANDBOX_DIED', 'sandbox airlock-x is dead');
+    };
+    await assert.rejects(fx.pipeline.submit(session.id, 'exec', { argv: ['kill', '-9', '1'] }), { code: 'SANDBOX_DIED' });
+    const failed = fx.sessions.get(session.id);
+    assert.equal(failed.state, 'failed');
+    assert.equal(failed.failure?.code, 'SANDBOX_DIED');
+    await assert.rejects(fx.pipeline.submit(session.id, 'exec', { argv: ['true'] }), (error: { code: string; message: string }) => {
+      assert.equal(error.code, 'INVALID_STATE');
+      assert.match(error.message, /it failed \(sandbox airlock-x is dead\); terminate it/);
+      return true;
+    });
+    assert.equal((await fx.sessions.terminate(session.id)).state, 'terminated');
+  });
 });
+
