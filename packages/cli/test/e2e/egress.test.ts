@@ -194,8 +194,15 @@ print(json.dumps({
     assert.doesNotMatch(env.stdout, new RegExp(token));
     // Grepping inside the sandbox means sending the needle in: send only a prefix of the (synthetic) token.
     const prefix = token.slice(0, 18);
-    const grep = installation.cli(['exec', id, '--', 'sh', '-c', `grep -rlsa --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev -e '${prefix}' / ; echo grep-done`]);
-    assert.equal(grep.stdout.trim(), 'grep-done', `no file in the sandbox holds the token: ${grep.stdout}`);
+    // The needle goes in as two halves joined by the shell, so the command's own script never holds it.
+    const half = Math.floor(prefix.length / 2);
+    const search = (needle: string, root: string) =>
+      `n='${needle.slice(0, half)}''${needle.slice(half)}'; grep -rlsa --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev -e "$n" ${root}; echo searched`;
+    // The same search must find what is there, or a grep that failed to run would pass as "found nothing".
+    const control = installation.cli(['exec', id, '--', 'sh', '-c', search('root:x:0:0', '/etc')]).stdout;
+    assert.match(control, /^\/etc\/passwd$/m, `the search works: ${control}`);
+    const grep = installation.cli(['exec', id, '--', 'sh', '-c', search(prefix, '/')]);
+    assert.equal(grep.stdout, 'searched\n', `no file in the sandbox holds the token: ${grep.stdout}`);
     // The sandbox's files on the host: its root-layer overlay and /workspace live on the session disk.
     assert.equal(spawnGrep(token, join(installation.dataDir, 'disks')), false, 'the session disk never holds the token');
     for (const text of [JSON.stringify(audit(id)), installation.cli(['sessions', 'get', id, '--json']).stdout]) assert.doesNotMatch(text, new RegExp(token));

@@ -51,6 +51,17 @@ export function commandCases(getContext: () => ConformanceContext): void {
       assert.equal(none.stdout, '');
     });
 
+    it("runs the program $PATH names, never the driver's own tools, and fails a missing one with 127", async () => {
+      // A program called like one of the toolbox's, earlier in PATH: the call must reach it.
+      await shOk(context().driver, handle, "mkdir -p /workspace/pathbin && printf '#!/bin/sh\\necho image-grep \"$@\"\\n' > /workspace/pathbin/grep && chmod +x /workspace/pathbin/grep");
+      const path = `/workspace/pathbin:${spec.env['PATH'] ?? '/usr/bin:/bin'}`;
+      const found = await run(context().driver, handle, ['grep', '-x', 'y'], { env: { PATH: path } });
+      assert.equal(found.stdout, 'image-grep -x y\n', found.stderr);
+      const missing = await run(context().driver, handle, ['no-such-program-anywhere']);
+      assert.equal(missing.exitCode, 127);
+      assert.match(missing.stderr, /no-such-program-anywhere: command not found/);
+    });
+
     it('applies cwd and env (quoted as data) on top of the spec env', async () => {
       const tricky = `it's $HOME "and" \`this\``;
       const result = await sh(context().driver, handle, 'pwd; echo "$GREETING"; echo "$SPEC_VAR"', { cwd: '/tmp', env: { GREETING: tricky } });

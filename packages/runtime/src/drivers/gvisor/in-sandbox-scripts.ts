@@ -171,13 +171,38 @@ export function shellQuote(word: string): string {
 }
 
 /**
+ * Runs "$@" as the image would: a program name without a slash is looked up
+ * in $PATH by hand. The toolbox shell would otherwise run its own applet of
+ * that name (BusyBox prefers applets), so `grep` would be BusyBox's grep
+ * instead of the image's. A name found nowhere fails like a shell's, 127.
+ */
+export const EXEC_FROM_PATH = `p=$1
+shift
+case $p in
+  */*) ;;
+  *)
+    f=
+    o=$IFS
+    IFS=:
+    for d in $PATH; do
+      [ -n "$d" ] && [ -f "$d/$p" ] && [ -x "$d/$p" ] && { f=$d/$p; break; }
+    done
+    IFS=$o
+    [ -n "$f" ] || { echo "$p: command not found" >&2; exit 127; }
+    p=$f
+    ;;
+esac
+exec "$p" "$@"`;
+
+/**
  * The script a JOB sources: working directory, extra environment, then
- * `exec` of the argv. Everything user-supplied is single-quoted, so it is
- * data to the shell, never code. Callers validate env names beforehand.
+ * `exec` of the argv found in $PATH. Everything user-supplied is
+ * single-quoted, so it is data to the shell, never code. Callers validate env
+ * names beforehand.
  */
 export function commandScript(argv: readonly string[], cwd: string, env: Readonly<Record<string, string>>): string {
   const lines = [`cd -- ${shellQuote(cwd)} || exit 126`];
   for (const [name, value] of Object.entries(env)) lines.push(`export ${shellQuote(`${name}=${value}`)}`);
-  lines.push(`exec ${argv.map(shellQuote).join(' ')}`);
+  lines.push(`set -- ${argv.map(shellQuote).join(' ')}`, EXEC_FROM_PATH);
   return `${lines.join('\n')}\n`;
 }
