@@ -24,7 +24,7 @@ import type {
 import { readUsage, removeCgroups, writeLimits } from './cgroups.js';
 import { checkGvisorHost } from './host-check.js';
 import { execCommand } from './exec-command.js';
-import { INIT_SCRIPT, JOB_SCRIPT, NPROC_RESERVE, TOOLBOX_PATH } from './in-sandbox-scripts.js';
+import { EXEC_FROM_PATH, INIT_SCRIPT, JOB_SCRIPT, NPROC_RESERVE, TOOLBOX_PATH } from './in-sandbox-scripts.js';
 import { WORKSPACE_PATH } from './oci-spec.js';
 import { ensureSkeleton } from './rootfs-view.js';
 import { Runsc, runscFailure } from './runsc.js';
@@ -46,6 +46,7 @@ import { connectPort } from './port-connection.js';
 import { START_MARKER_PRINTF, StartMarkerFilter } from './start-marker.js';
 import type { Duplex } from 'node:stream';
 import { personalizeSandbox } from './sandbox-identity.js';
+import { boundProcDentryCache, markImageOfBoundedProc } from './proc-dentry-cache.js';
 
 /** Options of the gVisor driver. */
 export interface GvisorDriverOptions {
@@ -131,7 +132,7 @@ export class GvisorDriver implements SandboxDriver {
         skeletonDir: this.skeletonDir(),
         toolboxHostPath: this.toolboxHostPath,
         // The wrapper marks the moment the command starts, so the caller can tell boot from run.
-        args: [TOOLBOX_PATH, 'sh', '-c', `printf '${START_MARKER_PRINTF}'; exec "$@"`, 'airlock-once', ...argv],
+        args: [TOOLBOX_PATH, 'sh', '-c', `printf '${START_MARKER_PRINTF}'\n${EXEC_FROM_PATH}`, 'airlock-once', ...argv],
         cwd: request.cwd,
         env: { ...spec.env, ...request.env },
       });
@@ -187,6 +188,7 @@ export class GvisorDriver implements SandboxDriver {
         if (!(await isProcessAlive((await this.runsc.state(containerId))?.pid ?? 0))) throw this.died(handle, 'stopped');
         throw error;
       }
+      await markImageOfBoundedProc(handleData(handle).stateDir, partial);
       await rename(partial, imageDir);
     } catch (error) {
       await rm(partial, { recursive: true, force: true });
@@ -316,6 +318,8 @@ export class GvisorDriver implements SandboxDriver {
         ...(netnsPath === undefined ? {} : { wrapper: NETSTACK_WRAPPER }),
       });
       if (result.code !== 0) throw runscFailure(doing, { ...result, stderr: await logTail(paths.logPath) });
+      // Before any command runs: otherwise procfs keeps ~80 KiB per exited process (proc-dentry-cache.ts).
+      await boundProcDentryCache(this.runsc, containerId, spec.stateDir, imageDir);
       return handle;
     } catch (error) {
       await this.destroy(handle).catch(() => undefined);
