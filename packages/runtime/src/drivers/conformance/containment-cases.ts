@@ -1,7 +1,8 @@
 /**
  * Conformance cases about containment: a fork bomb meets the process limit
  * and the sandbox survives; an allocation past the memory limit fails or kills
- * only that sandbox, reported as SANDBOX_DIED. The host stays fine in both.
+ * only that sandbox, reported as SANDBOX_DIED, and so does killing its init.
+ * The host and the other sandboxes stay fine.
  */
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
@@ -36,12 +37,26 @@ export function containmentCases(getContext: () => ConformanceContext): void {
           assert.ok(!/rc=0/.test(fill.stdout) || fill.exitCode !== 0, `600 MB fitted into a 128 MB sandbox: ${fill.stdout}`);
         } catch (error) {
           assert.ok(isAirlockError(error, 'SANDBOX_DIED'), `expected SANDBOX_DIED, got ${String(error)}`);
-          assert.match((error as Error).message, /disk survives/);
+          assert.match((error as Error).message, /ran out of memory.*its disk is kept/);
           assert.ok(['stopped', 'missing'].includes(await driver.status(handle)));
           await assert.rejects(sh(driver, handle, 'echo hi'), (next: unknown) => isAirlockError(next, 'SANDBOX_DIED'));
         }
       });
       // Other sandboxes and the host are fine.
+      await withSandbox(context(), {}, async (handle) => assert.equal(await shOk(driver, handle, 'echo ok'), 'ok'));
+    });
+
+    it('a command that kills pid 1 ends only its own sandbox, reported as SANDBOX_DIED with that cause', async () => {
+      const { driver } = context();
+      await withSandbox(context(), {}, async (handle) => {
+        await sh(driver, handle, 'kill -9 1; sleep 5', { timeoutMs: 30_000 }).catch(() => undefined);
+        await assert.rejects(sh(driver, handle, 'echo hi'), (error: unknown) => {
+          assert.ok(isAirlockError(error, 'SANDBOX_DIED'), `expected SANDBOX_DIED, got ${String(error)}`);
+          assert.match((error as Error).message, /init process ended/);
+          assert.doesNotMatch((error as Error).message, /ran out of memory/);
+          return true;
+        });
+      });
       await withSandbox(context(), {}, async (handle) => assert.equal(await shOk(driver, handle, 'echo ok'), 'ok'));
     });
   });

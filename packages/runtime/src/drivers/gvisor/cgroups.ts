@@ -75,6 +75,21 @@ export async function readUsage(sandboxId: string): Promise<SandboxUsage> {
   return { cpuSeconds: cpuNs / 1e9, memoryBytes: memory, peakMemoryBytes: peak };
 }
 
+/**
+ * Whether the kernel's OOM killer acted in the sandbox's memory cgroup
+ * (`oom_kill` of memory.oom_control); undefined when the cgroup is gone or
+ * the kernel does not count it.
+ */
+export async function wasOomKilled(sandboxId: string): Promise<boolean | undefined> {
+  try {
+    const control = await readFile(join(CGROUP_ROOT, 'memory', CGROUP_PARENT, sandboxId, 'memory.oom_control'), 'utf8');
+    const kills = /^oom_kill (\d+)$/m.exec(control)?.[1];
+    return kills === undefined ? undefined : Number(kills) > 0;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Cgroup directories of a sandbox that still exist, in any hierarchy (v1 and the unified one). */
 export async function leftoverCgroups(sandboxId: string): Promise<string[]> {
   const hierarchies = await readdir(CGROUP_ROOT).catch(() => [] as string[]);

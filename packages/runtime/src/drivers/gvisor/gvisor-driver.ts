@@ -21,7 +21,7 @@ import type {
   SandboxSpec,
   SandboxUsage,
 } from '../../core/sandbox-driver.js';
-import { readUsage, removeCgroups, writeLimits } from './cgroups.js';
+import { readUsage, removeCgroups, wasOomKilled, writeLimits } from './cgroups.js';
 import { checkGvisorHost } from './host-check.js';
 import { execCommand } from './exec-command.js';
 import { EXEC_FROM_PATH, INIT_SCRIPT, JOB_SCRIPT, NPROC_RESERVE, TOOLBOX_PATH } from './in-sandbox-scripts.js';
@@ -363,18 +363,24 @@ export class GvisorDriver implements SandboxDriver {
     if (status !== 'running' && status !== 'paused') throw await this.diedWithLog(handle, status);
   }
 
-  private died(handle: SandboxHandle, status: string, panic = ''): AirlockError {
+  private died(handle: SandboxHandle, status: string, panic = '', oomKilled?: boolean): AirlockError {
+    const cause =
+      oomKilled === true ? 'it ran out of memory and the kernel killed it'
+      : oomKilled === false ? 'its init process ended, e.g. a command killed pid 1'
+      : 'it ran out of memory, or its init process ended';
+    const remedy = oomKilled === false ? '' : ', with more memory (resources.memoryMb) if it ran out';
     return new AirlockError(
       'SANDBOX_DIED',
-      `sandbox ${handle.sandboxId} is ${status === 'missing' ? 'gone' : 'dead'} (all its processes and memory are lost, e.g. killed for exceeding its memory limit); ` +
-        `the session's disk survives: restore the last snapshot or start a new sandbox on the same disk, with more memory if it ran out`,
-      { details: { sandboxId: handle.sandboxId, sessionId: handle.sessionId, status, ...(panic ? { panic } : {}) } },
+      `sandbox ${handle.sandboxId} is ${status === 'missing' ? 'gone' : 'dead'}: ${cause}; its processes and memory are lost, ` +
+        `its disk is kept until the session is terminated. Fork a snapshot taken earlier to go on${remedy}`,
+      { details: { sandboxId: handle.sandboxId, sessionId: handle.sessionId, status, ...(oomKilled === undefined ? {} : { oomKilled }), ...(panic ? { panic } : {}) } },
     );
   }
 
   private async diedWithLog(handle: SandboxHandle, status: string): Promise<AirlockError> {
     const { stateDir, diskDir } = handleData(handle);
-    return this.died(handle, status, await logTail(sandboxPaths(stateDir, diskDir).panicLogPath));
+    const panic = await logTail(sandboxPaths(stateDir, diskDir).panicLogPath);
+    return this.died(handle, status, panic, await wasOomKilled(handle.sandboxId));
   }
 
   /** Removes runsc's files of a container that `delete` could not remove (runsc killed mid-way). */
