@@ -87,6 +87,25 @@ describe('a session on gVisor persists across suspend, a server crash and resume
     assert.equal(installation.cli(['exec', id, '--', 'true']).code, 1, 'exec on a terminated session is refused');
   });
 
+  it('marks a session whose machine died as failed, and still serves its files per call', () => {
+    const id = installation.cli(['sessions', 'create']).stdout.trim();
+    assert.equal(installation.cli(['files', 'write', id, '/workspace/work.txt'], { input: 'hours of work\n' }).code, 0);
+    installation.cli(['exec', id, '--', 'sh', '-c', 'kill -9 1; sleep 5']);
+    const refused = installation.cli(['exec', id, '--', 'true']);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /init process ended/);
+    const info = JSON.parse(installation.cli(['sessions', 'get', id, '--json']).stdout) as { state: string; failure: { code: string } | null };
+    assert.equal(info.state, 'failed');
+    assert.equal(info.failure?.code, 'SANDBOX_DIED');
+    const again = installation.cli(['exec', id, '--', 'true']);
+    assert.match(again.stderr, /INVALID_STATE.*Its disk is kept/s);
+    const read = installation.cli(['files', 'read', id, '/workspace/work.txt']);
+    assert.equal(read.stdout, 'hours of work\n', read.stderr);
+    const listed = installation.cli(['exec', id, '--ephemeral', '--', 'ls', '/workspace']);
+    assert.match(listed.stdout, /^work\.txt$/m, listed.stderr);
+    assert.equal(installation.cli(['sessions', 'rm', id]).code, 0);
+  });
+
   it('never reaches a host file through a symlink or .. in the files API', () => {
     const hostSecret = `/tmp/airlock-host-secret-${process.pid}`;
     writeFileSync(hostSecret, 'HOST SECRET\n');

@@ -300,12 +300,14 @@ export class SessionService {
   /**
    * Runs one command in a fresh sandbox over the session's disk (per-call
    * mode, or an ephemeral call of a machine session). Holds the shared lock,
-   * so it never sees a disk in the middle of a suspend.
+   * so it never sees a disk in the middle of a suspend. A failed session
+   * whose disk is kept still runs these: it is how its files are recovered.
    */
   async runEphemeral(id: string, request: Omit<ExecRequest, 'argv'> & { argv: string[] }): Promise<ExecOutcome> {
     return this.locks.shared(id, async () => {
       const session = this.get(id);
-      if (session.state === 'creating' || session.state === 'terminated' || session.state === 'failed') {
+      const recoverable = session.state === 'failed' && (await this.disks.list()).includes(session.id);
+      if ((session.state === 'creating' || session.state === 'terminated' || session.state === 'failed') && !recoverable) {
         requireCallableState(session);
       }
       const image = await this.images.get(session.imageName);

@@ -173,7 +173,10 @@ export function requireCallableState(session: SessionRecord): void {
     });
   }
   if (session.state === 'terminated' || session.state === 'failed') {
-    const why = session.state === 'terminated' ? 'it was terminated; create a new session' : `it failed (${session.failure?.message ?? 'unknown cause'}); terminate it and create a new one`;
+    const why =
+      session.state === 'terminated'
+        ? 'it was terminated; create a new session'
+        : `it failed (${session.failure?.message ?? 'unknown cause'}). Its disk is kept: the files API and \`exec --ephemeral\` still reach it, each call in a fresh sandbox. Terminate it when you are done`;
     throw new AirlockError('INVALID_STATE', `session ${session.id} cannot run tool calls: ${why}`, {
       details: { sessionId: session.id, state: session.state },
     });

@@ -194,9 +194,12 @@ export class ToolExecutor {
     }
   }
 
-  /** Runs file work on the session: on its machine, or in a fresh sandbox for per-call sessions. */
+  /**
+   * Runs file work on the session: on its machine, or in a fresh sandbox over
+   * its disk for per-call sessions and for failed ones (whose machine is gone).
+   */
   private async onSession<T>(session: SessionRecord, work: (run: SandboxRunner) => Promise<T>): Promise<{ result: T; resumeMs: number }> {
-    if (session.mode === 'per-call') {
+    if (session.mode === 'per-call' || session.state === 'failed') {
       const run: SandboxRunner = (request) => this.collect((r) => this.sessions.runEphemeral(session.id, { ...r, argv: request.argv }), request);
       return { result: await work(run), resumeMs: 0 };
     }

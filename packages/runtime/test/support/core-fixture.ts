@@ -67,7 +67,7 @@ export class DirectoryDisks implements SessionDisks {
     return { sizeBytes: 0, usedBytes: 0 };
   }
   async list(): Promise<string[]> {
-    return [];
+    return this.existing();
   }
 }
 

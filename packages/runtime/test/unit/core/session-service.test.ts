@@ -108,7 +108,7 @@ describe('SessionService', () => {
     assert.equal(fx.sessions.get(session.id).failure?.code, 'SANDBOX_DIED');
   });
 
-  it('marks a session failed when its machine dies under a call, and refuses later calls with the cause', async () => {
+  it('marks a session failed when its machine dies under a call; later machine calls are refused with the cause, its files stay reachable per call', async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     fx.driver.exec = async () => {
       throw new AirlockError('SANDBOX_DIED', 'sandbox airlock-x is dead');
@@ -119,9 +119,15 @@ describe('SessionService', () => {
     assert.equal(failed.failure?.code, 'SANDBOX_DIED');
     await assert.rejects(fx.pipeline.submit(session.id, 'exec', { argv: ['true'] }), (error: { code: string; message: string }) => {
       assert.equal(error.code, 'INVALID_STATE');
-      assert.match(error.message, /it failed \(sandbox airlock-x is dead\); terminate it/);
+      assert.match(error.message, /it failed \(sandbox airlock-x is dead\)\. Its disk is kept: the files API and `exec --ephemeral` still reach it/);
       return true;
     });
+    // Recovery: the files of the dead machine, each call in a fresh sandbox over its disk (the real read is in the e2e tests).
+    const before = fx.driver.execs.length;
+    assert.equal((await fx.pipeline.submit(session.id, 'files.read', { path: '/workspace/work.txt' })).status, 'completed');
+    assert.equal((await fx.pipeline.submit(session.id, 'exec', { argv: ['ls', '/workspace'], ephemeral: true })).status, 'completed');
+    const recoveries = fx.driver.execs.slice(before);
+    assert.ok(recoveries.length >= 2 && recoveries.every((call) => call.sandboxId.includes('-run-')), JSON.stringify(recoveries));
     assert.equal((await fx.sessions.terminate(session.id)).state, 'terminated');
   });
 });
