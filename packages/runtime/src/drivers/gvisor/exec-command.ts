@@ -8,7 +8,8 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
 import type { ExecRequest } from '../../core/sandbox-driver.js';
-import { commandScript, KILL_SCRIPT, RELAY_SCRIPT, TOOLBOX_PATH } from './in-sandbox-scripts.js';
+import { commandScript, KILL_SCRIPT, TOOLBOX_PATH } from './in-sandbox-scripts.js';
+import { relayScriptFor } from './relay-protocol.js';
 import type { Runsc } from './runsc.js';
 import { validateEnv } from './sandbox-files.js';
 import { superviseCommand, type SupervisedOutcome } from './supervised-command.js';
@@ -26,7 +27,7 @@ export async function execCommand(runsc: Runsc, containerId: string, stateDir: s
   // times faster, and safe because it ends before any checkpoint can start (the session lock waits for it).
   const args = request.transient
     ? ['exec', `--internal-pid-file=${pidFile}`, `--cwd=${request.cwd}`, ...Object.entries(request.env).map(([k, v]) => `--env=${k}=${v}`), containerId, ...request.argv]
-    : ['exec', `--internal-pid-file=${pidFile}`, containerId, TOOLBOX_PATH, 'sh', '-c', RELAY_SCRIPT, 'airlock-exec', commandScript(request.argv, request.cwd, request.env), hasStdin ? '1' : '0'];
+    : ['exec', `--internal-pid-file=${pidFile}`, containerId, TOOLBOX_PATH, 'sh', '-c', await relayScriptFor(stateDir), 'airlock-exec', commandScript(request.argv, request.cwd, request.env), hasStdin ? '1' : '0'];
   const child = runsc.spawn(args, { stdio: 'pipe' });
   const killInSandbox = async (): Promise<void> => {
     // runsc writes the relay's in-sandbox pid once the relay exists; wait briefly for it.

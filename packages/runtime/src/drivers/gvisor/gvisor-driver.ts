@@ -47,6 +47,7 @@ import { START_MARKER_PRINTF, StartMarkerFilter } from './start-marker.js';
 import type { Duplex } from 'node:stream';
 import { personalizeSandbox } from './sandbox-identity.js';
 import { boundProcDentryCache, markImageOfBoundedProc } from './proc-dentry-cache.js';
+import { markImageOfRelayProtocol, recordRelayProtocol } from './relay-protocol.js';
 
 /** Options of the gVisor driver. */
 export interface GvisorDriverOptions {
@@ -189,6 +190,7 @@ export class GvisorDriver implements SandboxDriver {
         throw error;
       }
       await markImageOfBoundedProc(handleData(handle).stateDir, partial);
+      await markImageOfRelayProtocol(handleData(handle).stateDir, partial);
       await rename(partial, imageDir);
     } catch (error) {
       await rm(partial, { recursive: true, force: true });
@@ -320,6 +322,7 @@ export class GvisorDriver implements SandboxDriver {
       if (result.code !== 0) throw runscFailure(doing, { ...result, stderr: await logTail(paths.logPath) });
       // Before any command runs: otherwise procfs keeps ~80 KiB per exited process (proc-dentry-cache.ts).
       await boundProcDentryCache(this.runsc, containerId, spec.stateDir, imageDir);
+      await recordRelayProtocol(spec.stateDir, imageDir);
       return handle;
     } catch (error) {
       await this.destroy(handle).catch(() => undefined);

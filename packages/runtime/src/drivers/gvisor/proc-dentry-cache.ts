@@ -6,17 +6,18 @@
  * toolbox busybox included, reads at start: `readlink /proc/self/exe`)
  * builds that task's whole procfs directory, ~80 KiB of sentry objects, and
  * procfs keeps it in its dentry cache after the task exits, up to 1000
- * entries. An exec starts ~8 busybox helpers (see in-sandbox-scripts.ts), so
- * the sentry grew by ~0.6 MB of kernel state (~0.8 MB of RSS) per exec until
- * the cache was full at ~75 MB; every checkpoint saves that state and every
- * restore decodes it (restore went from ~0.9 s to 5.3 s). runsc ignores OCI
- * mount options on /proc, so the driver mounts a second procfs with a small
- * `dentry_cache_limit` over /proc, from a one-off exec that alone holds
- * CAP_SYS_ADMIN. Everything else about /proc stays the same; the extra mount
- * shows in /proc/mounts. The mount is kernel state, so checkpoints keep it:
- * an image taken of a bounded sandbox carries a marker file, and its
- * restores skip the exec (~70 ms idle); an image without one (taken before
- * this existed) gets the idempotent script after restore.
+ * entries. An exec started ~8 busybox processes then (4–5 since, see
+ * in-sandbox-scripts.ts), so the sentry grew by ~0.6 MB of kernel state
+ * (~0.8 MB of RSS) per exec until the cache was full at ~75 MB; every
+ * checkpoint saves that state and every restore decodes it (restore went
+ * from ~0.9 s to 5.3 s). runsc ignores OCI mount options on /proc, so the
+ * driver mounts a second procfs with a small `dentry_cache_limit` over
+ * /proc, from a one-off exec that alone holds CAP_SYS_ADMIN. Everything
+ * else about /proc stays the same; the extra mount shows in /proc/mounts.
+ * The mount is kernel state, so checkpoints keep it: an image taken of a
+ * bounded sandbox carries a marker file, and its restores skip the exec
+ * (~70 ms idle); an image without one (taken before this existed) gets the
+ * idempotent script after restore.
  */
 import { access, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
