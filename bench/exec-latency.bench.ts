@@ -25,6 +25,7 @@ import { commandScript, RELAY_SCRIPT, TOOLBOX_PATH } from '../packages/runtime/s
 import { LoopDisks } from '../packages/runtime/src/storage/loop-disks.js';
 import { buildBusyboxRootfs } from '../packages/runtime/test/support/busybox-rootfs.js';
 import { quantile, timed } from './stats.js';
+import { floorSandboxSpec } from './runsc-floor.js';
 
 const calls = Number.parseInt(process.argv[2] ?? '100', 10);
 const breakdownCalls = Number.parseInt(process.argv[3] ?? '50', 10);
@@ -70,14 +71,8 @@ class FloorSandbox {
   start(): void {
     mkdirSync(this.bundle, { recursive: true });
     mkdirSync(this.root, { recursive: true });
-    writeFileSync(join(this.bundle, 'config.json'), JSON.stringify({
-      ociVersion: '1.0.0',
-      process: { user: { uid: 0, gid: 0 }, args: ['/bin/sleep', '1000000'], env: ['PATH=/bin'], cwd: '/' },
-      root: { path: rootfsDir, readonly: false },
-      hostname: 'floor',
-      mounts: [{ destination: '/proc', type: 'proc', source: 'proc' }, { destination: '/tmp', type: 'tmpfs', source: 'tmpfs' }],
-      linux: { namespaces: [{ type: 'pid' }, { type: 'network' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }], cgroupsPath: `/${this.cgroup}` },
-    }));
+    const spec = floorSandboxSpec({ rootfs: rootfsDir, init: ['/bin/sleep', '1000000'], path: '/bin', cgroupsPath: `/${this.cgroup}`, networkNamespace: true });
+    writeFileSync(join(this.bundle, 'config.json'), JSON.stringify(spec));
     // Not through pipes: `run --detach` leaves them open in the sandbox, and the call would never return.
     const started = spawnSync('runsc', [`--root=${this.root}`, '--network=none', '--overlay2=root:memory', 'run', '--detach', this.id], { cwd: this.bundle, stdio: 'ignore' });
     if (started.status !== 0) throw new Error(`runsc run of ${this.id} failed`);

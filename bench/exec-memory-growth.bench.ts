@@ -21,6 +21,7 @@ import { PROC_MOUNT_SCRIPT } from '../packages/runtime/src/drivers/gvisor/proc-d
 import { LoopDisks } from '../packages/runtime/src/storage/loop-disks.js';
 import { buildBusyboxRootfs } from '../packages/runtime/test/support/busybox-rootfs.js';
 import { quantile, timed } from './stats.js';
+import { floorSandboxSpec } from './runsc-floor.js';
 
 const calls = Number.parseInt(process.argv[2] ?? '200', 10);
 const every = Number.parseInt(process.argv[3] ?? '25', 10);
@@ -237,14 +238,8 @@ class FloorSandbox {
     this.cgroup = `airlock-bench-floor/${this.id}`;
     this.bundle = join(work, `floor-bundle-${name}`);
     mkdirSync(this.bundle, { recursive: true });
-    writeFileSync(join(this.bundle, 'config.json'), JSON.stringify({
-      ociVersion: '1.0.0',
-      process: { user: { uid: 0, gid: 0 }, args: ['/bin/sleep', '1000000'], env: ['PATH=/bin'], cwd: '/' },
-      root: { path: rootfsDir, readonly: false },
-      hostname: 'floor',
-      mounts: [{ destination: '/proc', type: 'proc', source: 'proc' }, { destination: '/tmp', type: 'tmpfs', source: 'tmpfs' }],
-      linux: { namespaces: [{ type: 'pid' }, { type: 'network' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }], cgroupsPath: `/${this.cgroup}` },
-    }));
+    const spec = floorSandboxSpec({ rootfs: rootfsDir, init: ['/bin/sleep', '1000000'], path: '/bin', cgroupsPath: `/${this.cgroup}`, networkNamespace: true });
+    writeFileSync(join(this.bundle, 'config.json'), JSON.stringify(spec));
   }
 
   runsc(args: string[]): string {

@@ -33,7 +33,7 @@ try {
     const command = commands[i % commands.length] ?? '';
     const started = process.hrtime.bigint();
     const analysis = analyzeCommand({ command });
-    authorizer.authorize(session, { tool: 'exec', command, programs: analysis.programs, argv: [], analysable: analysis.analysable, analysisNotes: analysis.reasons, path: '', cwd: '/workspace', tenant: 'acme', callCount: i, identicalFailures: 0, access: 'none' });
+    authorizer.authorize(session, { tool: 'exec', command, programs: analysis.programs, argv: [], analysable: analysis.analysable, analysisNotes: analysis.reasons, path: '', cwd: '/workspace', tenant: 'acme', callCount: i, identicalFailures: 0, branches: 0, access: 'none' });
     if (i >= 1000) decisions.push(Number(process.hrtime.bigint() - started) / 1e6);
   }
 

@@ -7,6 +7,22 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+/** The OCI spec of a hand-made floor sandbox: `init` as first process, /proc and a /tmp tmpfs, nothing of Airlock's. */
+export function floorSandboxSpec(options: { rootfs: string; init: string[]; path: string; cgroupsPath: string; networkNamespace?: boolean }): Record<string, unknown> {
+  const namespaces = ['pid', ...(options.networkNamespace ? ['network'] : []), 'ipc', 'uts', 'mount'].map((type) => ({ type }));
+  return {
+    ociVersion: '1.0.0',
+    process: { user: { uid: 0, gid: 0 }, args: options.init, env: [`PATH=${options.path}`], cwd: '/' },
+    root: { path: options.rootfs, readonly: false },
+    hostname: 'floor',
+    mounts: [
+      { destination: '/proc', type: 'proc', source: 'proc' },
+      { destination: '/tmp', type: 'tmpfs', source: 'tmpfs' },
+    ],
+    linux: { namespaces, cgroupsPath: options.cgroupsPath },
+  };
+}
+
 /** A runsc sandbox driven by hand. */
 export class RawRunsc {
   private readonly root: string;
@@ -21,17 +37,7 @@ export class RawRunsc {
     this.id = `floor-${name}-${process.pid}`;
     mkdirSync(this.root, { recursive: true });
     mkdirSync(this.bundle, { recursive: true });
-    const spec = {
-      ociVersion: '1.0.0',
-      process: { user: { uid: 0, gid: 0 }, args: init, env: ['PATH=/usr/local/bin:/usr/bin:/bin'], cwd: '/' },
-      root: { path: rootfs, readonly: false },
-      hostname: 'floor',
-      mounts: [
-        { destination: '/proc', type: 'proc', source: 'proc' },
-        { destination: '/tmp', type: 'tmpfs', source: 'tmpfs' },
-      ],
-      linux: { namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }], cgroupsPath: `/airlock-floor/${this.id}` },
-    };
+    const spec = floorSandboxSpec({ rootfs, init, path: '/usr/local/bin:/usr/bin:/bin', cgroupsPath: `/airlock-floor/${this.id}` });
     writeFileSync(join(this.bundle, 'config.json'), JSON.stringify(spec));
   }
 
