@@ -22,7 +22,7 @@ import type { ImageCatalog, ImageRecord } from '../images/image-catalog.js';
 import { AirlockError, toAirlockError } from './errors.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
-import { emptyGuard, emptyMeters, type SessionRecord } from './session.js';
+import { newSessionRecord, type SessionRecord } from './session.js';
 import { hasDiskCopy } from './snapshot.js';
 
 /** Default largest number of branches one fork may create. */
@@ -165,30 +165,22 @@ export class ForkService {
     const { store, sessions, disks, driver, artifacts, hooks } = this.deps;
     const now = this.clock.now().toISOString();
     const lineage = { parentSessionId: parent.id, snapshotId: snapshot.id, branchIndex: index };
-    const branch: SessionRecord = {
-      id: newId('ses'),
-      state: 'creating',
-      pendingOperation: 'create',
-      mode: 'machine',
-      tenant: parent.tenant,
-      principal: parent.principal,
-      imageName: snapshot.imageName,
-      imageDigest: snapshot.imageDigest,
-      contractVersion: snapshot.contractVersion,
-      contract: parent.contract,
-      resources: parent.resources,
-      sandbox: null,
-      generation: 1,
-      resumeSnapshotId: null,
-      lineage,
-      failure: null,
-      createdAt: now,
-      updatedAt: now,
-      stateSince: now,
-      lastActivityAt: now,
-      meters: emptyMeters(),
-      guard: emptyGuard(),
-    };
+    const branch = newSessionRecord(
+      newId('ses'),
+      {
+        mode: 'machine',
+        tenant: parent.tenant,
+        principal: parent.principal,
+        imageName: snapshot.imageName,
+        imageDigest: snapshot.imageDigest,
+        contractVersion: snapshot.contractVersion,
+        contract: parent.contract,
+        resources: parent.resources,
+        generation: 1,
+        lineage,
+      },
+      now,
+    );
     store.transaction(() => {
       store.insertSession(branch);
       // The first record of the branch's own chain: where it came from.

@@ -21,11 +21,11 @@ import { UsageMeter } from './usage-meter.js';
 import {
   assertTransition,
   emptyGuard,
-  emptyMeters,
   machineHandle,
   requireCallable,
   requireCallableState,
   requireMachine,
+  newSessionRecord,
   type ExecutionMode,
   type LifecycleOperation,
   type SessionRecord,
@@ -127,30 +127,22 @@ export class SessionService {
     const now = this.clock.now().toISOString();
     const contract = input.contract;
     const resources = resourcesOf(contract);
-    const session: SessionRecord = {
-      id: newId('ses'),
-      state: 'creating',
-      pendingOperation: 'create',
-      mode: input.mode ?? 'machine',
-      tenant: contract.identity.tenant,
-      principal: contract.identity.principal,
-      imageName: image.name,
-      imageDigest: image.digest,
-      contractVersion: 1,
-      contract: contract as unknown as Record<string, unknown>,
-      resources,
-      sandbox: null,
-      generation: 0,
-      resumeSnapshotId: null,
-      lineage: null,
-      failure: null,
-      createdAt: now,
-      updatedAt: now,
-      stateSince: now,
-      lastActivityAt: now,
-      meters: emptyMeters(),
-      guard: emptyGuard(),
-    };
+    const session = newSessionRecord(
+      newId('ses'),
+      {
+        mode: input.mode ?? 'machine',
+        tenant: contract.identity.tenant,
+        principal: contract.identity.principal,
+        imageName: image.name,
+        imageDigest: image.digest,
+        contractVersion: 1,
+        contract: contract as unknown as Record<string, unknown>,
+        resources,
+        generation: 0,
+        lineage: null,
+      },
+      now,
+    );
     this.store.transaction(() => {
       this.store.insertSession(session);
       this.store.appendAudit({

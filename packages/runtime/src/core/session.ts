@@ -95,6 +95,31 @@ export interface SessionEvent {
   data: Record<string, unknown>;
 }
 
+/** What differs between new sessions; everything else starts the same for all. */
+export type NewSessionFields = Pick<
+  SessionRecord,
+  'mode' | 'tenant' | 'principal' | 'imageName' | 'imageDigest' | 'contractVersion' | 'contract' | 'resources' | 'generation' | 'lineage'
+>;
+
+/** The record of a session about to be created: `creating`, with its create pending, no machine, empty meters. */
+export function newSessionRecord(id: string, fields: NewSessionFields, now: string): SessionRecord {
+  return {
+    id,
+    state: 'creating',
+    pendingOperation: 'create',
+    ...fields,
+    sandbox: null,
+    resumeSnapshotId: null,
+    failure: null,
+    createdAt: now,
+    updatedAt: now,
+    stateSince: now,
+    lastActivityAt: now,
+    meters: emptyMeters(),
+    guard: emptyGuard(),
+  };
+}
+
 /** A fresh breaker. */
 export function emptyGuard(): GuardState {
   return { failures: {}, tripped: null };

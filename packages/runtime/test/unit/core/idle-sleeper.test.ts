@@ -13,6 +13,19 @@ function deferred(): { promise: Promise<void>; release: () => void } {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
+/** Makes every checkpoint of the fake driver wait until `release`; counts those that began. */
+function holdCheckpoints(fx: CoreFixture): { release: () => void; checkpoints: () => number } {
+  const hold = deferred();
+  const checkpoint = fx.driver.checkpoint.bind(fx.driver);
+  let begun = 0;
+  fx.driver.checkpoint = async (handle, dir, options) => {
+    begun += 1;
+    await hold.promise;
+    return checkpoint(handle, dir, options);
+  };
+  return { release: hold.release, checkpoints: () => begun };
+}
+
 describe('IdleSleeper', () => {
   let fx: CoreFixture;
   let offsetMs: number;
@@ -149,16 +162,9 @@ describe('IdleSleeper', () => {
   it('serializes an idle suspend with calls that arrive during it: no lost call, exactly one resume', async () => {
     const session = await create();
     makeIdleSince(fx, session, 3600);
-    const hold = deferred();
-    const checkpoint = fx.driver.checkpoint.bind(fx.driver);
-    let checkpoints = 0;
-    fx.driver.checkpoint = async (handle, dir, options) => {
-      checkpoints += 1;
-      await hold.promise;
-      return checkpoint(handle, dir, options);
-    };
+    const hold = holdCheckpoints(fx);
     const sleeping = sleeper.tick();
-    await waitFor(() => checkpoints === 1);
+    await waitFor(() => hold.checkpoints() === 1);
     const calls = [1, 2, 3].map((n) => fx.pipeline.submit(session.id, 'exec', { argv: ['echo', String(n)] }));
     await tick();
     assert.equal(fx.driver.execs.length, 0, 'the calls wait for the suspend');
@@ -181,21 +187,14 @@ describe('IdleSleeper', () => {
 
   it('makes an ephemeral call wait for a suspend in progress, then run over the finished disk', async () => {
     const session = await create();
-    const hold = deferred();
-    const checkpoint = fx.driver.checkpoint.bind(fx.driver);
-    let checkpoints = 0;
-    fx.driver.checkpoint = async (handle, dir, options) => {
-      checkpoints += 1;
-      await hold.promise;
-      return checkpoint(handle, dir, options);
-    };
+    const hold = holdCheckpoints(fx);
     const statesSeen: string[] = [];
     fx.driver.handler = (argv) => {
       statesSeen.push(`${fx.sessions.get(session.id).state}/${fx.sessions.get(session.id).pendingOperation ?? '-'}`);
       return { stdout: argv.at(-1) ?? '' };
     };
     const suspending = fx.sessions.suspend(session.id);
-    await waitFor(() => checkpoints === 1);
+    await waitFor(() => hold.checkpoints() === 1);
     const call = fx.pipeline.submit(session.id, 'exec', { argv: ['cat', '/workspace/f'], ephemeral: true });
     await tick();
     assert.deepEqual(statesSeen, [], 'the ephemeral call did not start during the suspend');
