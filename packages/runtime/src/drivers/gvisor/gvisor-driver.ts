@@ -46,8 +46,9 @@ import { connectPort } from './port-connection.js';
 import { START_MARKER_PRINTF, StartMarkerFilter } from './start-marker.js';
 import type { Duplex } from 'node:stream';
 import { personalizeSandbox } from './sandbox-identity.js';
-import { boundProcDentryCache, markImageOfBoundedProc } from './proc-dentry-cache.js';
-import { markImageOfRelayProtocol, recordRelayProtocol } from './relay-protocol.js';
+import { boundProcDentryCache } from './proc-dentry-cache.js';
+import { recordRelayProtocol } from './relay-protocol.js';
+import { markCheckpointImage } from './sandbox-markers.js';
 
 /** Options of the gVisor driver. */
 export interface GvisorDriverOptions {
@@ -189,8 +190,7 @@ export class GvisorDriver implements SandboxDriver {
         if (!(await isProcessAlive((await this.runsc.state(containerId))?.pid ?? 0))) throw this.died(handle, 'stopped');
         throw error;
       }
-      await markImageOfBoundedProc(handleData(handle).stateDir, partial);
-      await markImageOfRelayProtocol(handleData(handle).stateDir, partial);
+      await markCheckpointImage(handleData(handle).stateDir, partial);
       await rename(partial, imageDir);
     } catch (error) {
       await rm(partial, { recursive: true, force: true });

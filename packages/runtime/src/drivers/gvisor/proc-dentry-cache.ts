@@ -19,14 +19,10 @@
  * (~70 ms idle); an image without one (taken before this existed) gets the
  * idempotent script after restore.
  */
-import { access, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
 import { TOOLBOX_PATH } from './in-sandbox-scripts.js';
 import type { Runsc } from './runsc.js';
-
-/** In a sandbox's state dir once its /proc is bounded, and in every checkpoint image taken of it. */
-const MARKER = 'airlock-bounded-proc';
+import { BOUNDED_PROC } from './sandbox-markers.js';
 
 /** Dentries procfs may cache: at most ~5 MB of exited tasks' directories. */
 export const PROC_DENTRY_CACHE_LIMIT = 64;
@@ -47,13 +43,8 @@ exec $B mount -t proc -o dentry_cache_limit=${PROC_DENTRY_CACHE_LIMIT} proc /pro
  * image it was restored from) says it has it, and records that in `stateDir`.
  */
 export async function boundProcDentryCache(runsc: Runsc, containerId: string, stateDir: string, imageDir?: string): Promise<void> {
-  if (!(imageDir !== undefined && (await exists(join(imageDir, MARKER))))) await mountBoundedProc(runsc, containerId);
-  await writeFile(join(stateDir, MARKER), '');
-}
-
-/** Marks a checkpoint image in the making when its sandbox has the bounded /proc. */
-export async function markImageOfBoundedProc(stateDir: string, imageDir: string): Promise<void> {
-  if (await exists(join(stateDir, MARKER))) await writeFile(join(imageDir, MARKER), '');
+  if (!(imageDir !== undefined && (await BOUNDED_PROC.isIn(imageDir)))) await mountBoundedProc(runsc, containerId);
+  await BOUNDED_PROC.put(stateDir);
 }
 
 async function mountBoundedProc(runsc: Runsc, containerId: string): Promise<void> {
@@ -64,11 +55,4 @@ async function mountBoundedProc(runsc: Runsc, containerId: string): Promise<void
       details: { exitCode: result.code },
     });
   }
-}
-
-async function exists(path: string): Promise<boolean> {
-  return access(path).then(
-    () => true,
-    () => false,
-  );
 }

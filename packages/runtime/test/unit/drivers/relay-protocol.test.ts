@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RELAY_SCRIPT } from '../../../src/drivers/gvisor/in-sandbox-scripts.js';
 import { LEGACY_RELAY_SCRIPT } from '../../../src/drivers/gvisor/legacy-relay-script.js';
-import { markImageOfRelayProtocol, recordRelayProtocol, relayScriptFor } from '../../../src/drivers/gvisor/relay-protocol.js';
+import { recordRelayProtocol, relayScriptFor } from '../../../src/drivers/gvisor/relay-protocol.js';
+import { markCheckpointImage } from '../../../src/drivers/gvisor/sandbox-markers.js';
 
 function dirs(): { base: string; state: (name: string) => string; image: (name: string) => string } {
   const base = mkdtempSync(join(tmpdir(), 'airlock-relay-protocol-'));
@@ -30,7 +31,7 @@ describe('relay protocol of a sandbox', () => {
       await recordRelayProtocol(started);
       assert.equal(await relayScriptFor(started), RELAY_SCRIPT);
       const taken = image('taken');
-      await markImageOfRelayProtocol(started, taken);
+      await markCheckpointImage(started, taken);
       const restored = state('restored');
       await recordRelayProtocol(restored, taken);
       assert.equal(await relayScriptFor(restored), RELAY_SCRIPT);
@@ -46,7 +47,7 @@ describe('relay protocol of a sandbox', () => {
       await recordRelayProtocol(restored, image('older'));
       assert.equal(await relayScriptFor(restored), LEGACY_RELAY_SCRIPT);
       const taken = image('taken');
-      await markImageOfRelayProtocol(restored, taken);
+      await markCheckpointImage(restored, taken);
       const again = state('again');
       await recordRelayProtocol(again, taken);
       assert.equal(await relayScriptFor(again), LEGACY_RELAY_SCRIPT);
