@@ -21,7 +21,8 @@ interface SessionJson {
 }
 
 /** python3 that counts in memory and mirrors the count to /tmp (a sandbox tmpfs: memory too). */
-const COUNTER = "import time\ni = 0\nwhile True:\n    i += 1\n    open('/tmp/count', 'w').write(str(i))\n    time.sleep(0.05)";
+// Written by rename, so that a read (or a checkpoint) between truncate and write never sees an empty count.
+const COUNTER = "import os, time\ni = 0\nwhile True:\n    i += 1\n    open('/tmp/count.tmp', 'w').write(str(i))\n    os.replace('/tmp/count.tmp', '/tmp/count')\n    time.sleep(0.05)";
 
 describe('execution modes on gVisor: per-call sandboxes, sleeping machines, services, live resize', () => {
   let installation: TestInstallation;
