@@ -81,7 +81,7 @@ export function openImageCatalog(layout: DataDirLayout): LocalImageCatalog {
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
-  const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc') });
+  const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes });
   await driver.checkHost();
   const store = new SqliteStore(layout.database);
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
