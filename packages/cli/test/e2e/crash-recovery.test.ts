@@ -8,7 +8,7 @@
  * session is removed and the host must then hold nothing of the installation.
  *
  * The kill points come from a seeded generator: set AIRLOCK_CRASH_SEED to
- * replay a run, AIRLOCK_CRASH_ROUNDS (default 3) for kills per operation.
+ * replay a run, AIRLOCK_CRASH_ROUNDS (default 2) for kills per operation.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +16,7 @@ import { TestInstallation, type CliResult } from '../support/test-installation.j
 import { hostInventory, type HostInventory } from '../support/host-inventory.js';
 
 const SEED = Number(process.env['AIRLOCK_CRASH_SEED'] ?? Date.now() % 1_000_000);
-const ROUNDS = Number(process.env['AIRLOCK_CRASH_ROUNDS'] ?? 3);
+const ROUNDS = Number(process.env['AIRLOCK_CRASH_ROUNDS'] ?? 2);
 
 /** mulberry32: a small seeded generator, so a failing run can be replayed. */
 function seededRandom(seed: number): () => number {
