@@ -172,7 +172,7 @@ export async function reconcileSessions(deps: {
           return;
         }
         if (snapshotId && (await artifacts.list()).includes(snapshotId)) {
-          const { checksum, sizeBytes } = await artifacts.seal(snapshotId);
+          const { checksum, sizeBytes } = await artifacts.seal(snapshotId, { liveDiskOf: session.id });
           if (handle) await driver.destroy(handle);
           store.insertSnapshot({
             id: snapshotId, sessionId: session.id, name: null, parentSnapshotId: session.resumeSnapshotId,
