@@ -23,8 +23,10 @@ export function parseObjectStorageUrl(text: string): ObjectStorageLocation {
       details: { objects: text },
     });
   };
+  if (!text.includes('://')) return fail('it is not an s3:// URL');
+  if (!text.trim().startsWith('s3://')) return fail('only the s3:// scheme is supported');
   const match = /^s3:\/\/([^/?#]*)(\/[^?#]*)?$/.exec(text.trim());
-  if (!match) return fail(text.includes('://') ? 'only the s3:// scheme is supported' : 'it is not an s3:// URL');
+  if (!match) return fail('a query string or fragment is not allowed');
   const bucket = match[1] ?? '';
   if (!bucket) return fail('the bucket name is missing');
   if (!BUCKET.test(bucket) || bucket.includes('..') || /^\d+\.\d+\.\d+\.\d+$/.test(bucket)) {

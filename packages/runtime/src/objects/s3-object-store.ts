@@ -3,8 +3,9 @@
  * standard AWS environment: `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` (a
  * custom endpoint switches to path-style addressing, which MinIO, Ceph and
  * most self-hosted services need), `AWS_REGION` / `AWS_DEFAULT_REGION`, and
- * credentials through the SDK's default chain (`AWS_ACCESS_KEY_ID`,
- * `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, profiles, web identity).
+ * credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
+ * `AWS_SESSION_TOKEN`, else the SDK's default chain (profiles, web identity,
+ * instance roles).
  */
 import {
   DeleteObjectCommand,
@@ -34,9 +35,14 @@ export function s3ClientConfig(env: NodeJS.ProcessEnv): S3ClientConfig & { endpo
       details: { endpoint },
     });
   }
+  const accessKeyId = env['AWS_ACCESS_KEY_ID'];
+  const secretAccessKey = env['AWS_SECRET_ACCESS_KEY'];
+  const sessionToken = env['AWS_SESSION_TOKEN'];
   return {
     region,
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
+    // Keys in the environment are used as given; without them the SDK's chain looks further (profiles, web identity, instance roles).
+    ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } } : {}),
     // Flexible checksums (CRC32 headers, aws-chunked bodies) are not understood by every S3-compatible
     // service; every chunk carries its own sha256, verified on read, so only what an operation requires is sent.
     requestChecksumCalculation: env['AWS_REQUEST_CHECKSUM_CALCULATION'] === 'WHEN_SUPPORTED' ? 'WHEN_SUPPORTED' : 'WHEN_REQUIRED',

@@ -53,11 +53,13 @@ export class UploadRegistry {
 
   /** Registers an upload of `purpose` (a snapshot id); waits while a collector is deleting. */
   async begin(purpose: string): Promise<RegisteredUpload> {
-    const key = `${INTENT_PREFIX}${Date.now().toString(36)}-${randomBytes(6).toString('hex')}.json`;
     const record: ProtocolRecord = { owner: this.owner, purpose, startedAt: new Date().toISOString(), beat: 0 };
     const lockWatch = new StalenessWatch();
     const started = performance.now();
+    let key: string;
     for (;;) {
+      // A new key each time: a collector that saw the last one unchanged must not take this one for it.
+      key = `${INTENT_PREFIX}${Date.now().toString(36)}-${randomBytes(6).toString('hex')}.json`;
       await this.objects.put(key, encodeRecord(record));
       const lock = await this.objects.head(COLLECTOR_LOCK_KEY);
       if (!lock) break;
@@ -108,8 +110,10 @@ export class UploadRegistry {
     const upload: RegisteredUpload = {
       key,
       confirm: async () => {
+        // After any heartbeat in flight: one request at a time on the intent.
+        await beating;
         if (!(await this.objects.head(key))) {
-          throw new AirlockError('OBJECT_STORAGE_UNAVAILABLE', `object storage ${this.objects.description}: this upload was judged dead by a chunk collector (no heartbeat for ${Math.round(this.timings.intentStaleMs / 1000)} s), so its chunks may be gone; nothing was recorded, retry`, {
+          throw new AirlockError('OBJECT_STORAGE_UNAVAILABLE', `object storage ${this.objects.description}: this upload was judged dead by a chunk collector (no heartbeat for ${this.timings.intentStaleMs} ms), so its chunks may be gone; nothing was recorded, retry`, {
             details: { objects: this.objects.description, intent: key },
           });
         }
