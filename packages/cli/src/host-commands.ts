@@ -27,11 +27,13 @@ export function registerHostCommands(program: Command): void {
     .option('--data-dir <dir>', 'where Airlock keeps its state', defaultDataDir())
     .option('--listen <host:port>', 'address to listen on', DEFAULT_LISTEN)
     .option('--log', 'log every request')
-    .action(async (options: { dataDir: string; listen: string; log?: boolean }) => {
+    .option('--objects <s3-url>', 'keep snapshots and suspended disks in object storage, s3://BUCKET[/prefix] (endpoint, region, credentials: AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)', process.env['AIRLOCK_OBJECTS_URL'])
+    .action(async (options: { dataDir: string; listen: string; log?: boolean; objects?: string }) => {
       const { host, port } = await parseListen(options.listen);
-      const server = await (await runtime()).startServer({ dataDir: options.dataDir, host, port, logger: Boolean(options.log) });
+      const server = await (await runtime()).startServer({ dataDir: options.dataDir, host, port, logger: Boolean(options.log), ...(options.objects ? { objects: options.objects } : {}) });
       const r = server.reconciled;
       process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root})\n`);
+      if (server.objects) process.stderr.write(`airlock: snapshots in object storage ${server.objects.description}\n`);
       if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);
       process.stderr.write(`airlock: export AIRLOCK_URL=${server.url} AIRLOCK_TOKEN=${server.token}\n`);
       if (r.adopted.length + r.rolledBack.length + r.completed.length + r.failed.length + r.orphansRemoved.length > 0) {

@@ -49,6 +49,8 @@ export interface SnapshotArtifacts {
    * storage the live disk is the only one, and nothing is done. Returns what was fetched.
    */
   prepareDisk(snapshotId: string, sessionId: string): Promise<ArtifactTransfer | null>;
+  /** True when the snapshot can be restored from here: its files are on this host, or (with object storage) its manifest is stored. */
+  has(snapshotId: string): Promise<boolean>;
   /** Deletes the snapshot's bytes; idempotent. */
   remove(snapshotId: string): Promise<void>;
   /** Snapshot ids found on the host, for reconciliation. */

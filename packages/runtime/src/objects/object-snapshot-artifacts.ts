@@ -204,6 +204,10 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
     return stats;
   }
 
+  async has(snapshotId: string): Promise<boolean> {
+    return (await this.local.has(snapshotId)) || (await this.objects.head(manifestKey(snapshotId))) !== undefined;
+  }
+
   async remove(snapshotId: string): Promise<void> {
     await this.local.remove(snapshotId);
     try {
@@ -232,6 +236,11 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
   /** Runs a collection now (also what the timer and removals do). */
   collect(): Promise<CollectionReport> {
     return this.collector.collect();
+  }
+
+  /** Starts a collection without waiting for it (failures go to `onError`). */
+  collectInBackground(): void {
+    this.runInBackground(() => this.collector.collect());
   }
 
   /** Collects every `intervalMs` (and retries deferred deletions); the timer never keeps the process alive. */

@@ -52,7 +52,8 @@ export class SnapshotDirectory implements SnapshotArtifacts {
     }
   }
 
-  async seal(snapshotId: string): Promise<SealedSnapshot> {
+  /** The live disk (`liveDiskOf`) stays where it is: without object storage nothing else needs it. */
+  async seal(snapshotId: string, _options: { liveDiskOf?: string } = {}): Promise<SealedSnapshot> {
     const { checksum, sizeBytes } = await snapshotTreeDigest(this.pathFor(snapshotId));
     await this.writeSeal(snapshotId, { checksum, sizeBytes });
     return { checksum, sizeBytes };
