@@ -9,10 +9,11 @@ import { AirlockError } from '../core/errors.js';
 import type { ObjectStore } from './object-store.js';
 import { chunkFile, sha256Of, type ChunkingMethod } from './content-chunker.js';
 import { chunkKey, type ChunkReference } from './snapshot-manifest.js';
+import { decodeChunk, encodeChunk, nonZeroRuns } from './chunk-encoding.js';
 
 /** What an upload or a download moved. */
 export interface TransferStats {
-  /** bytes sent or received */
+  /** bytes sent or received (chunks as stored: zero pages left out) */
   bytes: number;
   chunks: number;
   /** chunks an upload found already stored (not sent) */
@@ -87,9 +88,10 @@ export class ChunkUpload {
       this.stats.reusedBytes += data.length;
       return;
     }
-    await this.objects.put(key, data);
+    const stored = encodeChunk(data);
+    await this.objects.put(key, stored);
     this.stats.chunks += 1;
-    this.stats.bytes += data.length;
+    this.stats.bytes += stored.length;
   }
 }
 
@@ -112,20 +114,23 @@ export async function assembleFile(
     const pool = new BoundedPool(options.concurrency);
     for (const chunk of chunks) {
       await pool.add(async () => {
-        const data = await objects.get(chunkKey(chunk.sha256));
-        if (!data) {
+        const stored = await objects.get(chunkKey(chunk.sha256));
+        if (!stored) {
           throw new AirlockError('SNAPSHOT_CORRUPT', `${options.what}: chunk ${chunk.sha256} (at byte ${chunk.offset}) is missing from object storage ${objects.description}; nothing was restored. Restore an earlier snapshot or terminate the session`, {
             details: { chunk: chunk.sha256, offset: chunk.offset },
           });
         }
-        if (data.length !== chunk.length || sha256Of(data) !== chunk.sha256) {
+        const data = decodeChunk(stored, chunk.length);
+        if (!data || sha256Of(data) !== chunk.sha256) {
           throw new AirlockError('SNAPSHOT_CORRUPT', `${options.what}: chunk ${chunk.sha256} (at byte ${chunk.offset}) in object storage ${objects.description} does not match its hash (altered or truncated); nothing was restored`, {
-            details: { chunk: chunk.sha256, offset: chunk.offset, actualBytes: data.length },
+            details: { chunk: chunk.sha256, offset: chunk.offset, storedBytes: stored.length },
           });
         }
-        let written = 0;
-        while (written < data.length) written += (await file.write(data, written, data.length - written, chunk.offset + written)).bytesWritten;
-        options.stats.bytes += data.length;
+        // Zero pages are not written: the file keeps its holes.
+        for (const run of nonZeroRuns(data)) {
+          for (let written = run.start; written < run.end; ) written += (await file.write(data, written, run.end - written, chunk.offset + written)).bytesWritten;
+        }
+        options.stats.bytes += stored.length;
         options.stats.chunks += 1;
       });
       if (pool.failed) break;

@@ -55,7 +55,7 @@ describe('snapshots in object storage', () => {
     assert.ok(readFileSync(join(b.local.pathFor('snap_one'), 'pages.img')).equals(pages));
     assert.deepEqual((await b.local.readSeal('snap_one'))?.checksum, sealed.checksum);
     const fetchedDisk = await b.artifacts.prepareDisk('snap_one', 'ses_one');
-    assert.ok(fetchedDisk && fetchedDisk.bytes === 3 * MiB, 'only the disk chunks that hold data are fetched');
+    assert.ok(fetchedDisk && fetchedDisk.bytes > 3 * MiB && fetchedDisk.bytes < 3 * MiB + 64, 'only the disk chunks that hold data are fetched (a tag byte each)');
     const disk = b.disks.imagePath('ses_one');
     assert.ok(readFileSync(disk).equals(readFileSync(a.disks.imagePath('ses_one'))));
     assert.equal(statSync(disk).size, 256 * MiB);
@@ -167,7 +167,7 @@ describe('snapshots in object storage', () => {
     await b.artifacts.seal('snap_later', { liveDiskOf: 'ses_moved' });
     // Back on A: its disk was saved in snap_mine, the session is at snap_later.
     const fetched = await a.artifacts.prepareDisk('snap_later', 'ses_moved');
-    assert.ok(fetched && fetched.bytes === MiB);
+    assert.ok(fetched && fetched.bytes > MiB && fetched.bytes < MiB + 64);
     assert.equal(readFileSync(a.disks.imagePath('ses_moved'))[0], 3);
     assert.equal(await a.disks.savedIn('ses_moved'), 'snap_later');
   });
