@@ -14,8 +14,8 @@ import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/p
 import { dirname, join, relative } from 'node:path';
 import { AirlockError } from '../core/errors.js';
 import type { ArtifactTransfer, SealedSnapshot, SnapshotArtifacts } from '../core/snapshot-artifacts.js';
-import { listFiles, snapshotTreeDigest, type SnapshotDirectory } from '../storage/snapshot-directory.js';
-import { SPARSE_DIGEST_CHUNK_BYTES, sparseDigestOf, sparseFileDigest } from '../storage/sparse-digest.js';
+import { listFiles, treeChecksum, type SnapshotDirectory } from '../storage/snapshot-directory.js';
+import { SPARSE_DIGEST_CHUNK_BYTES, sparseDigestOf } from '../storage/sparse-digest.js';
 import { ChunkCollector, type ChunkCollectorHooks, type CollectionReport } from './chunk-collector.js';
 import { assembleFile, ChunkUpload, emptyStats } from './chunk-transfer.js';
 import type { CollectionTimings } from './collection-protocol.js';
@@ -144,22 +144,33 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
     const partial = `${this.local.pathFor(snapshotId)}.partial-${randomBytes(4).toString('hex')}`;
     try {
       await mkdir(partial, { recursive: true });
+      const digests: { path: string; size: number; digest: string }[] = [];
       for (const file of manifest.files) {
+        if (file.method !== chunkingMethodFor(file.path)) {
+          throw new AirlockError('SNAPSHOT_CORRUPT', `the manifest of snapshot ${snapshotId} cuts ${file.path} the wrong way (${file.method}); it was not restored`, { details: { snapshotId } });
+        }
         const target = join(partial, file.path);
         await mkdir(dirname(target), { recursive: true });
-        await assembleFile(this.objects, target, file.sizeBytes, file.chunks, { concurrency: this.concurrency, what: `snapshot ${snapshotId}, file ${file.path}`, stats });
+        const digest = await assembleFile(this.objects, target, file.sizeBytes, file.chunks, { concurrency: this.concurrency, what: `snapshot ${snapshotId}, file ${file.path}`, stats, method: file.method });
+        digests.push({ path: file.path, size: file.sizeBytes, digest });
       }
-      const whole = await snapshotTreeDigest(partial);
-      if (whole.checksum !== checksum) {
-        throw new AirlockError('SNAPSHOT_CORRUPT', `snapshot ${snapshotId} fetched from object storage does not match its checksum as a whole (${whole.checksum}); it was not restored`, {
-          details: { snapshotId, expected: checksum, actual: whole.checksum },
+      // The whole, as written, against the checksum the store holds.
+      const whole = treeChecksum(digests);
+      if (whole !== checksum) {
+        throw new AirlockError('SNAPSHOT_CORRUPT', `snapshot ${snapshotId} fetched from object storage does not match its checksum as a whole (${whole}); it was not restored`, {
+          details: { snapshotId, expected: checksum, actual: whole },
         });
+      }
+      let sizeBytes = 0;
+      for (const file of await listFiles(partial)) {
+        const info = await stat(file);
+        sizeBytes += Math.min(info.size, info.blocks * 512);
       }
       await rename(partial, this.local.pathFor(snapshotId)).catch(async (error: unknown) => {
         // Fetched meanwhile by another call: keep that copy.
         if (!(await this.local.has(snapshotId))) throw error;
       });
-      await this.local.writeSeal(snapshotId, whole);
+      await this.local.writeSeal(snapshotId, { checksum, sizeBytes });
     } finally {
       await rm(partial, { recursive: true, force: true });
     }
@@ -192,8 +203,8 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
     if (hasLocal) await this.disks.destroy(sessionId);
     const stats = emptyStats();
     await this.disks.createFromImage(sessionId, async (imagePath) => {
-      await assembleFile(this.objects, imagePath, disk.sizeBytes, disk.chunks, { concurrency: this.concurrency, what: `the disk of session ${sessionId} in snapshot ${snapshotId}`, stats });
-      const whole = await sparseFileDigest(imagePath, disk.sizeBytes);
+      const what = `the disk of session ${sessionId} in snapshot ${snapshotId}`;
+      const whole = await assembleFile(this.objects, imagePath, disk.sizeBytes, disk.chunks, { concurrency: this.concurrency, what, stats, method: 'aligned' });
       if (whole !== disk.digest) {
         throw new AirlockError('SNAPSHOT_CORRUPT', `the disk of session ${sessionId} fetched from snapshot ${snapshotId} does not match its digest as a whole; nothing was restored`, {
           details: { snapshotId, sessionId, expected: disk.digest, actual: whole },

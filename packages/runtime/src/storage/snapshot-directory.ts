@@ -143,7 +143,7 @@ export class SnapshotDirectory implements SnapshotArtifacts {
 export async function snapshotTreeDigest(dir: string): Promise<{ checksum: string; sizeBytes: number }> {
   const files = await listFiles(dir);
   if (files.length === 0) throw new Error(`${dir} holds no files`);
-  const tree = createHash('sha256');
+  const entries: { path: string; size: number; digest: string }[] = [];
   let sizeBytes = 0;
   for (const file of files) {
     const info = await stat(file);
@@ -155,9 +155,21 @@ export async function snapshotTreeDigest(dir: string): Promise<{ checksum: strin
       for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) content.update(chunk as Buffer);
       digest = content.digest('hex');
     }
-    tree.update(`${relative(dir, file)}\0${info.size}\0${digest}\n`);
+    entries.push({ path: relative(dir, file), size: info.size, digest });
   }
-  return { checksum: `sha256:${tree.digest('hex')}`, sizeBytes };
+  return { checksum: treeChecksum(entries), sizeBytes };
+}
+
+/**
+ * The checksum of a tree from each file's path (relative), apparent size and
+ * digest (hex sha256 of its content; the sparse digest for `*.ext4`), in
+ * sorted path order: what `snapshotTreeDigest` computes by reading the files,
+ * and what a fetch computes from the chunks it wrote.
+ */
+export function treeChecksum(files: { path: string; size: number; digest: string }[]): string {
+  const tree = createHash('sha256');
+  for (const file of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) tree.update(`${file.path}\0${file.size}\0${file.digest}\n`);
+  return `sha256:${tree.digest('hex')}`;
 }
 
 /** Every file under `dir`, in sorted path order. */
