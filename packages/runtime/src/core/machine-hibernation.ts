@@ -125,10 +125,16 @@ export class MachineHibernation {
       });
     }
     const started = Date.now();
+    const image = await this.deps.images.get(session.imageName);
+    // Another node (or a rebuilt image) may hold other bytes under the same name: memory restored over them would not match.
+    if (image.digest !== session.imageDigest) {
+      throw new AirlockError('INVALID_STATE', `image ${image.name} here is ${image.digest}, but session ${session.id} was suspended on ${session.imageDigest}; its memory cannot run on another root filesystem. Import the same image on this host`, {
+        details: { sessionId: session.id, expected: session.imageDigest, actual: image.digest },
+      });
+    }
     // With object storage, what is not on this host (memory image, disk) is fetched and verified first.
     const fetchedMemory = await this.deps.artifacts.verify(snapshot.id, snapshot.checksum);
     const fetchedDisk = await this.deps.artifacts.prepareDisk(snapshot.id, session.id);
-    const image = await this.deps.images.get(session.imageName);
     await this.deps.disks.ensureMounted(session.id);
     session.generation += 1;
     this.sessions.mark(session, 'resume');

@@ -87,6 +87,14 @@ describe('SessionService', () => {
     assert.equal((await fx.pipeline.submit(session.id, 'exec', { argv: ['true'] })).status, 'completed');
   });
 
+  it('refuses to resume over an image whose digest changed since the suspend, and stays suspended', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    await fx.sessions.suspend(session.id);
+    (fx.images.image as { digest: string }).digest = 'sha256:other-bytes';
+    await assert.rejects(fx.sessions.resume(session.id), { code: 'INVALID_STATE', message: /suspended on sha256:test; its memory cannot run on another root filesystem/ });
+    assert.equal(fx.sessions.get(session.id).state, 'suspended');
+  });
+
   it('refuses to resume from a snapshot altered on disk, and stays suspended', async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     const suspended = await fx.sessions.suspend(session.id);
