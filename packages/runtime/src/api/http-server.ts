@@ -3,7 +3,6 @@
  * or errors into responses. Nothing here decides anything.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { timingSafeEqual } from 'node:crypto';
 import type { AirlockServices } from './airlock-services.js';
 import { AirlockError } from '../core/errors.js';
 import { errorBody, handleError } from './http-errors.js';
@@ -17,6 +16,12 @@ import { registerEgressRoutes } from './routes/egress-routes.js';
 import { registerSnapshotRoutes } from './routes/snapshot-routes.js';
 import { registerMachineRoutes } from './routes/machine-routes.js';
 import { registerPortRoutes } from './routes/port-routes.js';
+import { registerLoginRoutes } from './routes/login-routes.js';
+import { registerEventRoutes } from './routes/event-routes.js';
+import { registerTerminalRoutes } from './routes/terminal-routes.js';
+import { attachIdentity, type Authentication } from './authentication.js';
+import type { ActivityFeed } from './activity-feed.js';
+import { CONSOLE_SECURITY_HEADERS, type ConsoleAssets } from './console-assets.js';
 
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -46,14 +51,46 @@ export interface HttpServerOptions {
   token: string;
   version: string;
   logger?: boolean;
+  /** who is calling: bearer tokens and console logins */
+  authentication: Authentication;
+  /** what happened, for GET /v1/events */
+  activity: ActivityFeed;
+  /** the web console served at / */
+  console: ConsoleAssets;
+}
+
+/** Paths of the API; everything else is the web console, served without authentication. */
+function isApiPath(url: string): boolean {
+  const path = url.split('?')[0] ?? '';
+  return path === '/v1' || path.startsWith('/v1/') || path === '/mcp' || path.startsWith('/mcp/') || path === '/healthz' || path === '/openapi.json';
+}
+
+/** Routes that answer without an identity. */
+function isPublicRoute(method: string, url: string): boolean {
+  const path = url.split('?')[0] ?? '';
+  return path === '/healthz' || path === '/openapi.json' || (method === 'POST' && (path === '/v1/login' || path === '/v1/logout')) || !isApiPath(url);
 }
 
 /** Builds the Fastify app (not yet listening). */
 export function buildHttpServer(services: AirlockServices, options: HttpServerOptions): FastifyInstance {
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
-  const expected = Buffer.from(options.token);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => {
+    if (!isApiPath(request.url) && (request.method === 'GET' || request.method === 'HEAD')) {
+      const asset = options.console.resolve(request.url);
+      if (options.console.missingReason !== null) {
+        return reply.status(503).header('content-type', 'text/plain; charset=utf-8').send(`${options.console.missingReason}\n`);
+      }
+      if (asset) {
+        if (request.headers['if-none-match'] === asset.etag) return reply.status(304).headers(CONSOLE_SECURITY_HEADERS).header('etag', asset.etag).send();
+        return reply
+          .headers(CONSOLE_SECURITY_HEADERS)
+          .header('content-type', asset.contentType)
+          .header('etag', asset.etag)
+          .header('cache-control', asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
+          .send(asset.body);
+      }
+    }
     void reply.status(404).send(errorBody(new AirlockError('NOT_FOUND', `no route ${request.method} ${request.url}; see /openapi.json`)));
   });
   app.addHook('onRequest', async (request, reply) => {
@@ -64,13 +101,12 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
       await drain(request.raw, MAX_DRAINED_BYTES);
       return reply.status(413).header('connection', 'close').send(errorBody(new AirlockError('PAYLOAD_TOO_LARGE', `the request body is ${declared} bytes, above the limit of ${BODY_LIMIT_BYTES}; send files of at most 32 MiB per call`)));
     }
-    if (request.url === '/healthz' || request.url === '/openapi.json') return;
-    const header = request.headers.authorization ?? '';
-    const given = Buffer.from(header.startsWith('Bearer ') ? header.slice(7) : '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      return reply
-        .status(401)
-        .send(errorBody(new AirlockError('UNAUTHORIZED', 'missing or wrong bearer token: set AIRLOCK_TOKEN to the token in the data dir (printed by `airlock serve`)')));
+    if (isPublicRoute(request.method, request.url)) return;
+    try {
+      attachIdentity(request, options.authentication.identify(request));
+    } catch (error) {
+      const refused = error instanceof AirlockError ? error : new AirlockError('UNAUTHORIZED', 'could not authenticate this request');
+      return reply.status(refused.status).send(errorBody(refused));
     }
   });
   app.get('/healthz', async () => ({ ok: true, version: options.version }));
@@ -85,5 +121,8 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   registerSnapshotRoutes(app, services);
   registerEgressRoutes(app, services);
   registerMcpRoutes(app, { token: options.token });
+  registerLoginRoutes(app, options.authentication);
+  registerEventRoutes(app, services, options.activity);
+  registerTerminalRoutes(app, services);
   return app;
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AirlockServices } from '../airlock-services.js';
 import type { ApprovalRecord } from '../../core/approval.js';
 import { parseBody } from '../parse-body.js';
+import { approverName, identityOf } from '../authentication.js';
 
 const decisionBody = z.strictObject({ reason: z.string().max(4000).optional(), by: z.string().max(200).optional() });
 
@@ -45,7 +46,8 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
   for (const verdict of ['approve', 'deny'] as const) {
     app.post<{ Params: { id: string } }>(`/v1/approvals/:id/${verdict}`, async (request) => {
       const body = parseBody(decisionBody, request.body ?? {});
-      return services.approvals.decide(request.params.id, verdict, body.by ?? 'api', body.reason ?? null);
+      // The approver is who authenticated; a console login cannot claim to be someone else.
+      return services.approvals.decide(request.params.id, verdict, approverName(identityOf(request), body.by), body.reason ?? null);
     });
   }
 }

@@ -33,6 +33,11 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(services.sessions.get(request.params.id)));
 
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/contract', async (request) => {
+    const session = services.sessions.get(request.params.id);
+    return { sessionId: session.id, version: session.contractVersion, contract: session.contract };
+  });
+
   app.get<{ Params: { tenant: string } }>('/v1/tenants/:tenant/usage', async (request) => {
     const views = services.sessions.list().filter((session) => session.tenant === request.params.tenant).map((session) => sessionView(session));
     const totals: Record<string, number> = {};
