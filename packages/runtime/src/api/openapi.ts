@@ -75,7 +75,12 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/sessions/{id}/resume': { parameters: [idParam], post: op('restore the machine where it stopped', {}, 'Session') },
       '/v1/sessions/{id}/pause': { parameters: [idParam], post: op('freeze the machine in place', {}, 'Session') },
       '/v1/sessions/{id}/guard/reset': { parameters: [idParam], post: op('reset the runaway breaker', {}, 'Session') },
-      '/v1/sessions/{id}/audit': { parameters: [idParam], get: op('audit records of the session', {}, 'AuditLog') },
+      '/v1/sessions/{id}/audit': {
+        parameters: [idParam],
+        get: op('audit records of the session (afterSeq and limit page through them; tail=N gives the last N)', {
+          parameters: [{ name: 'afterSeq', in: 'query', schema: { type: 'integer' } }, { name: 'limit', in: 'query', schema: { type: 'integer' } }, { name: 'tail', in: 'query', schema: { type: 'integer' } }],
+        }, 'AuditLog'),
+      },
       '/v1/sessions/{id}/audit/verify': { parameters: [idParam], get: op('verify the hash chain', {}, 'AuditVerification') },
       '/v1/sessions/{id}/exec': {
         parameters: [idParam, { name: 'stream', in: 'query', schema: { type: 'boolean' } }],
