@@ -12,7 +12,8 @@ const MAX_STREAMS = 256;
 /** Registers the event stream; `heartbeatMs` is shortened by tests that watch heartbeats. */
 export function registerEventRoutes(app: FastifyInstance, services: AirlockServices, feed: ActivityFeed, options: { heartbeatMs?: number } = {}): void {
   const open = new Set<EventStream>();
-  app.addHook('onClose', async () => {
+  // Before the server stops accepting: an open stream would otherwise keep close() waiting forever.
+  app.addHook('preClose', async () => {
     for (const stream of open) stream.close();
   });
   app.get<{ Querystring: { sessionId?: string } }>('/v1/events', async (request, reply) => {
