@@ -25,7 +25,11 @@ export function AuditLog({ sessionId, records }: { sessionId: string; records: S
       setChecking(false);
     }
   }
-  useEffect(() => void verify().catch(() => undefined), [sessionId]);
+  // Verify again once new records have settled, so the badge speaks of the records shown.
+  useEffect(() => {
+    const timer = window.setTimeout(() => void verify().catch(() => undefined), records.length === 0 ? 0 : 1000);
+    return () => window.clearTimeout(timer);
+  }, [sessionId, records.length]);
 
   const newest = [...records].reverse();
   return (

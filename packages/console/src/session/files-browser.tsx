@@ -128,7 +128,7 @@ export function FilesBrowser({ session }: { session: SessionInfo }) {
                 <td>
                   {entry.type === 'directory' ? (
                     <button type="button" class="link" onClick={() => setDirectory(entry.path)}>
-                      📁 {entry.name}/
+                      {entry.name}/
                     </button>
                   ) : (
                     <button type="button" class="link" onClick={() => void view(entry)} disabled={entry.type !== 'file'}>

@@ -16,8 +16,8 @@ import { HeadlessChromium, chromiumMissing } from '../support/headless-chromium.
 const CONTRACT = fileURLToPath(new URL('../../../../../examples/contracts/no-rm-approve-tar.json', import.meta.url));
 const SCREENSHOTS = process.env['AIRLOCK_SCREENSHOT_DIR'];
 
-async function screenshot(page: Page, name: string): Promise<void> {
-  if (SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+async function screenshot(page: Page, name: string, fullPage = false): Promise<void> {
+  if (SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage });
 }
 
 async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 60_000): Promise<T> {
@@ -145,7 +145,7 @@ describe('the web console in Chromium', { skip: chromiumMissing() }, () => {
     await page.waitForSelector('[data-testid=pending-count]:has-text("1")');
     assert.equal(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded), true);
     await page.setViewportSize({ width: 375, height: 812 });
-    await screenshot(page, 'approvals-phone');
+    await screenshot(page, 'approvals-phone', true);
     await page.fill(`[data-approval-id="${approvalId}"] textarea`, 'archive is fine');
     await page.click(`[data-approval-id="${approvalId}"] button.primary`);
     const ran = await agent;

@@ -1022,10 +1022,14 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** audit records of the session */
+        /** audit records of the session (afterSeq and limit page through them; tail=N gives the last N) */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    afterSeq?: number;
+                    limit?: number;
+                    tail?: number;
+                };
                 header?: never;
                 path: {
                     id: string;
