@@ -12,7 +12,8 @@ import { registerSessionRoutes } from './routes/session-routes.js';
 import { registerToolRoutes } from './routes/tool-routes.js';
 import { registerApprovalRoutes } from './routes/approval-routes.js';
 import { registerImageRoutes } from './routes/image-routes.js';
-import { registerMcpRoutes } from './routes/mcp-routes.js';
+import { isMcpUrl, jsonRpcErrorBody, registerMcpRoutes } from './routes/mcp-routes.js';
+import { OriginGuard } from './origin-guard.js';
 import { registerEgressRoutes } from './routes/egress-routes.js';
 import { registerSnapshotRoutes } from './routes/snapshot-routes.js';
 import { registerMachineRoutes } from './routes/machine-routes.js';
@@ -46,6 +47,12 @@ export interface HttpServerOptions {
   token: string;
   version: string;
   logger?: boolean;
+  /** the address the server listens on; its names are the ones the Host header may carry (default 127.0.0.1) */
+  listenHost?: string;
+  /** origins whose pages may call the server besides its own (`--allowed-origin`) */
+  allowedOrigins?: readonly string[];
+  /** further names of the server for the Host header (`--allowed-host`) */
+  allowedHosts?: readonly string[];
 }
 
 /** Builds the Fastify app (not yet listening). */
@@ -55,6 +62,13 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => {
     void reply.status(404).send(errorBody(new AirlockError('NOT_FOUND', `no route ${request.method} ${request.url}; see /openapi.json`)));
+  });
+  const guard = new OriginGuard({ listenHost: options.listenHost ?? '127.0.0.1', allowedOrigins: options.allowedOrigins ?? [], allowedHosts: options.allowedHosts ?? [] });
+  // First of all hooks, on every route: a request a browser was tricked into sending gets nothing else.
+  app.addHook('onRequest', async (request, reply) => {
+    const address = app.server.address();
+    const refusal = guard.check(request.headers, typeof address === 'object' && address ? address.port : 0);
+    if (refusal) return reply.status(refusal.status).send(isMcpUrl(request.url) ? jsonRpcErrorBody(refusal) : errorBody(refusal));
   });
   app.addHook('onRequest', async (request, reply) => {
     const declared = Number(request.headers['content-length'] ?? 0);
