@@ -45,7 +45,8 @@ export function argumentProblems(tool: AirlockToolName, issues: readonly z.core.
     if (issue.code === 'unrecognized_keys') {
       return issue.keys.map((key) => ({ field: key, message: `not an argument of ${tool} (its arguments are ${known.join(', ')})` }));
     }
-    if (issue.code === 'invalid_type') {
+    // zod's own wording ("Invalid input: expected number, received string") is rephrased; a schema's own message is kept.
+    if (issue.code === 'invalid_type' && issue.message.startsWith('Invalid input')) {
       const received = /received (\w+)/.exec(issue.message)?.[1];
       if (received === 'undefined') return [{ field, message: `required: expected ${article(issue.expected)}` }];
       return [{ field, message: `expected ${article(issue.expected)}${received ? `, got ${article(received)}` : ''}` }];

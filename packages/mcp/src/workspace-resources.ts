@@ -35,7 +35,7 @@ export type SettleHeldRead = (pending: Extract<CallOutcome, { status: 'pending-a
 export interface ListingLimits {
   /** most resources per page */
   pageSize: number;
-  /** most `files.list` calls per page */
+  /** most `files.list` calls of directories not listed before, per page (those that hold the cursor are listed again) */
   listingsPerPage: number;
   /** deepest directory listed, counted from /workspace (its files are at depth + 1) */
   maxDepth: number;
@@ -87,10 +87,12 @@ export class WorkspaceResources {
     const advance = (to: string[]) => {
       if (compareSegments(to, position) > 0) position = to;
     };
-    // Returns false when the page is full; the walk then stops where `position` says.
+    // Returns false when the page is full; the walk then stops where `position` says. Listing again the
+    // directories that hold the cursor (at most maxDepth) is not counted, so that every page moves on.
     const visit = async (directory: string[]): Promise<boolean> => {
-      if (listings >= listingsPerPage) return !(full = true);
-      listings += 1;
+      const resumed = holds(directory, position);
+      if (!resumed && listings >= listingsPerPage) return !(full = true);
+      if (!resumed) listings += 1;
       const outcome = await this.calls.submit('files.list', { path: pathOfSegments(directory) }, signal);
       if (outcome.status !== 'completed') {
         if (directory.length === 0) throw refusalError(outcome.status === 'refused' ? outcome : heldRefusal(outcome), uriOfSegments([]));
@@ -103,7 +105,8 @@ export class WorkspaceResources {
         const path = [...directory, entry.name];
         const order = compareSegments(path, position);
         if (entry.type === 'directory') {
-          if (order < 0 && !holds(path, position)) continue;
+          // Before the cursor, only a directory that holds it is entered, and not once it is all done.
+          if (order < 0 && !(holds(path, position) && position[path.length] !== PAST_EVERYTHING)) continue;
           if (path.length > maxDepth) {
             advance([...path, PAST_EVERYTHING]);
             continue;
