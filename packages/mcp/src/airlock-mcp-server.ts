@@ -71,7 +71,12 @@ export class AirlockMcpServer {
   constructor(private readonly options: AirlockMcpServerOptions) {
     const sessionId = options.calls.sessionId;
     this.server = new Server(
-      { name: 'airlock', title: 'Airlock', version: AIRLOCK_MCP_VERSION },
+      {
+        name: 'airlock',
+        title: 'Airlock',
+        version: AIRLOCK_MCP_VERSION,
+        description: 'Tools and files of one Airlock session: an isolated machine where every call passes the session policy and is audited.',
+      },
       {
         capabilities: { tools: {}, resources: { subscribe: true } },
         instructions: [
