@@ -51,6 +51,9 @@ export function registerHostCommands(program: Command): void {
       if (r.adopted.length + r.rolledBack.length + r.completed.length + r.failed.length + r.orphansRemoved.length > 0) {
         process.stderr.write(`airlock: reconciled after restart: ${r.adopted.length} adopted, ${r.completed.length} completed, ${r.rolledBack.length} rolled back, ${r.failed.length} failed, ${r.orphansRemoved.length} orphans removed\n`);
       }
+      for (const problem of r.problems) {
+        process.stderr.write(`airlock: could not reconcile ${problem.item} (left as it was; also in the system audit log): ${problem.code}: ${problem.message}\n`);
+      }
       const stop = async () => {
         process.stderr.write('airlock: shutting down (sessions keep running and are adopted at the next start)\n');
         await server.close();

@@ -3,7 +3,7 @@ export { AirlockMcpServer, AIRLOCK_MCP_VERSION, type AirlockMcpServerOptions } f
 export { runStdioServer, type StdioServerOptions } from './stdio-server.js';
 export { McpHttpEndpoint, RECONNECT_AFTER_MS, type McpHttpEndpointOptions } from './http-endpoint.js';
 export { BoundedEventStore, DEFAULT_EVENT_RETENTION, type EventRetention } from './bounded-event-store.js';
-export { parseJsonRpcBody, PARSE_ERROR, INVALID_REQUEST, type ParsedBody, type JsonRpcBodyError } from './json-rpc-body.js';
+export { parseJsonRpcBody, PARSE_ERROR, INVALID_REQUEST, MAX_MESSAGE_DEPTH, type ParsedBody, type JsonRpcBodyError } from './json-rpc-body.js';
 export { loopbackFetch } from './loopback-fetch.js';
 export { leaseSession, type SessionChoice, type SessionLease } from './session-lease.js';
 export { SessionCalls, type CallOutcome, type CallRefusal } from './session-calls.js';

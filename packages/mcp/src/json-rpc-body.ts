@@ -20,6 +20,8 @@ export type ParsedBody = { ok: true; messages: JSONRPCMessage | JSONRPCMessage[]
 export const PARSE_ERROR = -32700;
 /** JSON-RPC's invalid request: JSON, but not a JSON-RPC message. */
 export const INVALID_REQUEST = -32600;
+/** Deepest nesting of objects and arrays a message may have (the API's bodies allow 64; MCP adds a few levels). */
+export const MAX_MESSAGE_DEPTH = 72;
 
 /** Parses and checks a POST body (text as received). */
 export function parseJsonRpcBody(contentType: string | undefined, text: string | undefined): ParsedBody {
@@ -33,6 +35,9 @@ export function parseJsonRpcBody(contentType: string | undefined, text: string |
   } catch (error) {
     return failure(400, PARSE_ERROR, `Parse error: the body is not valid JSON (${error instanceof Error ? error.message : String(error)})`);
   }
+  // Whatever walks a message thousands deep later (a JSON.stringify) would overflow the stack.
+  const depth = nestingDepth(value);
+  if (depth > MAX_MESSAGE_DEPTH) return failure(400, INVALID_REQUEST, `Invalid Request: the message nests objects or arrays more than ${MAX_MESSAGE_DEPTH} deep; flatten it`);
   const batch = Array.isArray(value);
   const items: unknown[] = batch ? (value as unknown[]) : [value];
   if (items.length === 0) return failure(400, INVALID_REQUEST, 'Invalid Request: an empty batch; send one JSON-RPC message');
@@ -46,6 +51,20 @@ export function parseJsonRpcBody(contentType: string | undefined, text: string |
     messages.push(parsed.data);
   }
   return { ok: true, messages: batch ? messages : (messages[0] as JSONRPCMessage) };
+}
+
+/** Nesting depth of a parsed value, counted without recursion and given up past the limit. */
+function nestingDepth(value: unknown): number {
+  let deepest = 0;
+  const pending: [unknown, number][] = [[value, 1]];
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop() as [unknown, number];
+    if (typeof item !== 'object' || item === null) continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > MAX_MESSAGE_DEPTH) break;
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 function failure(status: number, code: number, message: string): ParsedBody {

@@ -90,7 +90,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   allowedHosts.forEach(parseAllowedHost);
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
-  const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc') });
+  const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes });
   await driver.checkHost();
   const store = new SqliteStore(layout.database);
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });

@@ -32,6 +32,15 @@ describe('parseJsonRpcBody', () => {
     }
   });
 
+  it('answers a message nested deeper than the limit with -32600, without overflowing the stack', () => {
+    const deep = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}}`;
+    const parsed = parseJsonRpcBody('application/json', deep);
+    assert.ok(!parsed.ok);
+    assert.equal(parsed.error.body.error.code, -32600);
+    assert.match(parsed.error.body.error.message, /nests objects or arrays more than 72 deep/);
+    assert.equal(codeOf('application/json', `{"jsonrpc":"2.0","id":1,"method":"x","params":${'{"a":'.repeat(60)}1${'}'.repeat(60)}}`), 'ok');
+  });
+
   it('answers a body that is not sent as JSON with 415', () => {
     assert.equal(codeOf('text/plain', '{"jsonrpc":"2.0","id":1,"method":"ping"}'), '415 -32000');
     assert.equal(codeOf(undefined, '{}'), '415 -32000');
