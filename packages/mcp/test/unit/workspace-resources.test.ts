@@ -163,11 +163,12 @@ describe('ResourceSubscriptions', () => {
   }
   const signal = new AbortController().signal;
 
-  it('reads subscribed files again only after another tool call, and notifies when one changed', async () => {
+  it('reads subscribed files again only after another tool call, and notifies when one changed', async (test) => {
     const session = new FakeSession();
     session.add('/workspace/a.txt', 'one');
     session.add('/workspace/b.txt', 'b');
     const { subscriptions: watch, notified } = subscriptions(session);
+    test.after(() => watch.close());
     await watch.subscribe('airlock://workspace/a.txt', signal);
     await watch.subscribe('airlock://workspace/b.txt', signal);
     await watch.subscribe('airlock://workspace/later.txt', signal);
@@ -188,12 +189,13 @@ describe('ResourceSubscriptions', () => {
     await watch.close();
   });
 
-  it('leaves a sleeping session alone, and refuses to subscribe to a denied path', async () => {
+  it('leaves a sleeping session alone, and refuses to subscribe to a denied path', async (test) => {
     const session = new FakeSession();
     session.add('/workspace/a.txt', 'one');
     session.add('/workspace/secret/key', 'k');
     session.denied.add('/workspace/secret');
     const { subscriptions: watch, notified } = subscriptions(session);
+    test.after(() => watch.close());
     await assert.rejects(watch.subscribe('airlock://workspace/secret/key', signal), (error: unknown) => (error as { code?: number }).code === -32000 && /filesystem\.denyRead/.test((error as Error).message));
     await watch.subscribe('airlock://workspace/a.txt', signal);
     session.state = 'suspended';
