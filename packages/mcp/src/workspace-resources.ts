@@ -5,7 +5,9 @@
  * policies apply, a refusal carries the policy's reason, and each call is
  * audited. `resources/list` walks the tree depth first in sorted order, a
  * bounded page at a time (files per page, directory listings per page,
- * depth); directories that are refused or too deep are left out.
+ * depth); directories that are refused or too deep are left out. The pages
+ * of one walk reuse its listings (a `files.list` costs tens of milliseconds
+ * per entry), so they show the tree as it was when the walk listed it.
  */
 import { ErrorCode, type ListResourcesResult, type ListResourceTemplatesResult, type ReadResourceResult, type Resource } from '@modelcontextprotocol/sdk/types.js';
 import type { CallOutcome, CallRefusal } from './session-calls.js';
@@ -55,9 +57,18 @@ interface ListedEntry {
 
 // Sorts after every real name (code unit order): a position past a whole directory.
 const PAST_EVERYTHING = '\uffff';
+/** How long the listings of a walk serve its later pages. */
+const LISTING_REUSE_MS = 5 * 60_000;
+/** Most directory listings kept for a walk's later pages. */
+const MAX_KEPT_LISTINGS = 1000;
+
+type Listing = { entries: ListedEntry[] } | { refusal: CallOutcome };
 
 /** Lists and reads the workspace of one session. */
 export class WorkspaceResources {
+  /** directory path → its listing in the current walk, and when it was made */
+  private readonly listings = new Map<string, { listing: Listing; at: number }>();
+
   constructor(
     private readonly calls: ResourceCalls,
     private readonly limits: ListingLimits = DEFAULT_LISTING_LIMITS,
@@ -82,6 +93,7 @@ export class WorkspaceResources {
     const { pageSize, listingsPerPage, maxDepth } = this.limits;
     const resources: Resource[] = [];
     let position = cursor === undefined ? [] : decodeCursor(cursor);
+    if (cursor === undefined) this.listings.clear(); // a new walk
     let listings = 0;
     let full = false;
     const advance = (to: string[]) => {
@@ -90,17 +102,21 @@ export class WorkspaceResources {
     // Returns false when the page is full; the walk then stops where `position` says. Listing again the
     // directories that hold the cursor (at most maxDepth) is not counted, so that every page moves on.
     const visit = async (directory: string[]): Promise<boolean> => {
-      const resumed = holds(directory, position);
-      if (!resumed && listings >= listingsPerPage) return !(full = true);
-      if (!resumed) listings += 1;
-      const outcome = await this.calls.submit('files.list', { path: pathOfSegments(directory) }, signal);
-      if (outcome.status !== 'completed') {
-        if (directory.length === 0) throw refusalError(outcome.status === 'refused' ? outcome : heldRefusal(outcome), uriOfSegments([]));
+      let listing = this.kept(directory);
+      if (!listing) {
+        const resumed = holds(directory, position);
+        if (!resumed && listings >= listingsPerPage) return !(full = true);
+        if (!resumed) listings += 1;
+        listing = await this.listDirectory(directory, signal);
+      }
+      if ('refusal' in listing) {
+        const outcome = listing.refusal;
+        if (directory.length === 0) throw refusalError(outcome.status === 'refused' ? outcome : heldRefusal(outcome as Extract<CallOutcome, { status: 'pending-approval' }>), uriOfSegments([]));
         advance([...directory, PAST_EVERYTHING]); // refused or held: left out, with all it holds
         return true;
       }
       advance(directory);
-      const entries = ((outcome.result['entries'] as ListedEntry[] | undefined) ?? []).slice().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      const entries = listing.entries;
       for (const entry of entries) {
         const path = [...directory, entry.name];
         const order = compareSegments(path, position);
@@ -127,6 +143,22 @@ export class WorkspaceResources {
     };
     await visit([]);
     return { resources, ...(full ? { nextCursor: encodeCursor(position) } : {}) };
+  }
+
+  private kept(directory: string[]): Listing | undefined {
+    const kept = this.listings.get(pathOfSegments(directory));
+    return kept && Date.now() - kept.at < LISTING_REUSE_MS ? kept.listing : undefined;
+  }
+
+  private async listDirectory(directory: string[], signal: AbortSignal): Promise<Listing> {
+    const outcome = await this.calls.submit('files.list', { path: pathOfSegments(directory) }, signal);
+    const listing: Listing =
+      outcome.status === 'completed'
+        ? { entries: ((outcome.result['entries'] as ListedEntry[] | undefined) ?? []).slice().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) }
+        : { refusal: outcome };
+    if (this.listings.size >= MAX_KEPT_LISTINGS) this.listings.delete(this.listings.keys().next().value as string);
+    this.listings.set(pathOfSegments(directory), { listing, at: Date.now() });
+    return listing;
   }
 
   /** The content of one workspace file: text when it is UTF-8, else base64. */

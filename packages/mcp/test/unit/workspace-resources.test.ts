@@ -104,8 +104,13 @@ describe('WorkspaceResources.list', () => {
     const { uris, pages } = await listAll(resources);
     assert.deepEqual(uris, expected);
     assert.ok(pages > expected.length / 3);
+    const listed = session.calls.filter((call) => call.startsWith('files.list '));
+    assert.equal(new Set(listed).size, listed.length, 'the pages of one walk list each directory once');
+    // A new walk (no cursor) lists again, and sees what changed.
+    session.add('/workspace/a/new', 'n');
+    assert.ok((await listAll(resources)).uris.includes('airlock://workspace/a/new'));
     const whole = await new WorkspaceResources(session).list(undefined, new AbortController().signal);
-    assert.deepEqual(whole.resources.map((resource) => resource.uri), expected);
+    assert.deepEqual(whole.resources.map((resource) => resource.uri), [...expected, 'airlock://workspace/a/new'].sort((x, y) => compareSegments(segmentsOfUri(x), segmentsOfUri(y))));
     assert.equal(whole.nextCursor, undefined);
     assert.deepEqual(whole.resources[0], { uri: 'airlock://workspace/a/f0', name: 'a/f0', size: 1, annotations: { lastModified: '2026-01-01T00:00:00Z' } });
   });
