@@ -12,6 +12,7 @@ export function formatBytes(bytes: number): string {
 /** 3725 → "1 h 2 min". */
 export function formatDuration(seconds: number): string {
   if (!Number.isFinite(seconds) || seconds < 0) return '–';
+  if (seconds === 0) return '0 s';
   if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
   if (seconds < 60) return `${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s`;
   const minutes = Math.floor(seconds / 60);

@@ -118,7 +118,7 @@ export function SessionPage({ sessionId, live }: { sessionId: string; live: Live
         </div>
         <div class="panel">
           <h2>Lineage</h2>
-          <LineageTree session={session} sessions={live.sessions} />
+          <LineageTree session={session} sessions={live.sessions} auditLength={records.length} />
         </div>
         <div class="panel wide">
           <h2>Terminal</h2>

@@ -10,14 +10,15 @@ import { StateBadge } from '../components/state-badge';
 import { formatInstant } from '../format';
 import { followLink } from '../router';
 
-/** The lineage of `session` among `sessions`. */
-export function LineageTree({ session, sessions }: { session: SessionInfo; sessions: Map<string, SessionInfo> }) {
+/** The lineage of `session` among `sessions`; `auditLength` changes when it may have grown. */
+export function LineageTree({ session, sessions, auditLength }: { session: SessionInfo; sessions: Map<string, SessionInfo>; auditLength: number }) {
   const [snapshots, setSnapshots] = useState<SnapshotInfo[]>([]);
   useEffect(() => {
     api<{ snapshots: SnapshotInfo[] }>('GET', '/v1/snapshots')
       .then((answer) => setSnapshots(answer.snapshots.filter((snapshot) => snapshot.reason !== 'suspend')))
       .catch(() => undefined);
-  }, [session.id, session.updatedAt]);
+    // A snapshot or fork appends to the session's audit: that is when to look again.
+  }, [session.id, auditLength]);
 
   let root = session;
   const seen = new Set<string>([root.id]);

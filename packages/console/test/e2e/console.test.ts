@@ -202,6 +202,47 @@ describe('the web console in Chromium', { skip: chromiumMissing() }, () => {
     assert.equal(installation.cli(['exec', sessionId, '--', 'test', '-e', '/workspace/secret/leak.txt']).code, 1);
   });
 
+  it('snapshots, forks, suspends, resumes and (after a confirmation) terminates a session from its page', async () => {
+    const created = installation.cli(['sessions', 'create']);
+    assert.equal(created.code, 0, created.stderr);
+    const id = created.stdout.trim();
+    await page.goto(`${installation.url}/sessions/${id}`);
+    const actions = `.session-page > .actions[data-session="${id}"]`;
+    await page.waitForSelector(`${actions} button:has-text("Suspend"):not([disabled])`);
+
+    await page.click(`${actions} button:has-text("Snapshot")`);
+    await page.fill('.dialog input[type=text]', 'before-fork');
+    await page.click('.dialog button.primary');
+    await page.waitForSelector(`${actions} .made:has-text("snapshot")`, { timeout: 120_000 });
+    await page.waitForSelector('[data-testid=lineage]:has-text("before-fork")');
+
+    await page.click(`${actions} button:has-text("Fork")`);
+    await page.fill('.dialog input[type=number]', '1');
+    await page.click('.dialog button.primary');
+    await page.waitForSelector(`${actions} .made:has-text("1 of 1 branches made")`, { timeout: 120_000 });
+    const branch = await waitFor(async () => {
+      const { sessions } = await apiGet<{ sessions: { id: string; lineage: { parentSessionId: string } | null }[] }>('/v1/sessions');
+      return sessions.find((session) => session.lineage?.parentSessionId === id)?.id;
+    }, 'the branch');
+    await page.waitForSelector(`[data-testid=lineage] a:has-text("${branch}")`);
+
+    await page.click(`${actions} button:has-text("Suspend")`);
+    await page.waitForSelector(`.session-page .page-head [data-state="suspended"]`, { timeout: 120_000 });
+    await page.click(`${actions} button:has-text("Resume")`);
+    await page.waitForSelector(`.session-page .page-head [data-state="running"]`, { timeout: 120_000 });
+    await page.waitForSelector('[data-testid=timeline]:has-text("session.suspended")');
+
+    await page.click(`${actions} button:has-text("Terminate")`);
+    await page.waitForSelector('.dialog:has-text("cannot be undone")');
+    await page.click('.dialog button:has-text("Cancel")');
+    assert.equal((await apiGet<{ state: string }>(`/v1/sessions/${id}`)).state, 'running', 'Cancel changes nothing');
+    await page.click(`${actions} button:has-text("Terminate")`);
+    await page.click('.dialog button.danger');
+    await page.waitForSelector(`.session-page .page-head [data-state="terminated"]`, { timeout: 120_000 });
+    assert.equal((await apiGet<{ state: string }>(`/v1/sessions/${id}`)).state, 'terminated');
+    assert.equal(installation.cli(['sessions', 'rm', branch]).code, 0);
+  });
+
   it('shows a lost event stream, and after the server comes back sends the person to log in again', async () => {
     await page.goto(installation.url);
     await page.waitForSelector('[data-testid=stream-status]:has-text("live")');
@@ -214,7 +255,10 @@ describe('the web console in Chromium', { skip: chromiumMissing() }, () => {
     await logIn(installation.token);
     await page.waitForSelector(`tr[data-session-id="${sessionId}"]`);
     await page.waitForSelector('[data-testid=stream-status]:has-text("live")');
+    await page.selectOption('[data-testid=filter-state]', '');
+    await page.waitForSelector('tr[data-state="terminated"]');
     await screenshot(page, 'sessions');
+    await page.selectOption('[data-testid=filter-state]', 'live');
   });
 
   it('logs out: the login ends on the server, and its cookie no longer works', async () => {

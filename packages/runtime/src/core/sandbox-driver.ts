@@ -118,6 +118,8 @@ export interface SandboxUsage {
 export interface SandboxListing {
   sandboxId: string;
   status: 'running' | 'paused' | 'stopped' | 'unknown';
+  /** the session it was made for, when the driver recorded it */
+  sessionId?: string;
 }
 
 /** Result of a checkpoint: where the image is and how big it is. */
@@ -169,9 +171,12 @@ export interface SandboxDriver {
   usage(handle: SandboxHandle): Promise<SandboxUsage>;
   /** Whether the sandbox is alive. */
   status(handle: SandboxHandle): Promise<SandboxListing['status'] | 'missing'>;
-  /** Kills and removes the sandbox and everything the driver made for it (idempotent). */
+  /**
+   * Kills and removes the sandbox and everything the driver made for it (idempotent). Works from
+   * the sandbox id alone (empty driverData): a crash may have left a sandbox whose handle was never stored.
+   */
   destroy(handle: SandboxHandle): Promise<void>;
-  /** Sandboxes of this driver that exist on the host. */
+  /** Sandboxes of this driver that exist on the host, half-made ones (a crash mid-start) included. */
   list(): Promise<SandboxListing[]>;
   /**
    * A byte stream to TCP `port` on the sandbox's own loopback (the sandbox
