@@ -18,6 +18,11 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
     return { approvals };
   });
 
+  // Open streams end before the server closes: otherwise close() waits for them forever.
+  const open = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const stop of open) stop();
+  });
   app.get('/v1/approvals/events', async (request, reply) => {
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
@@ -30,11 +35,15 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
     services.approvals.events.on('requested', onRequested);
     services.approvals.events.on('decided', onDecided);
     const keepAlive = setInterval(() => reply.raw.write(': keep-alive\n\n'), 15_000);
-    request.raw.on('close', () => {
+    const stop = () => {
+      open.delete(stop);
       clearInterval(keepAlive);
       services.approvals.events.off('requested', onRequested);
       services.approvals.events.off('decided', onDecided);
-    });
+      if (!reply.raw.writableEnded) reply.raw.end();
+    };
+    open.add(stop);
+    request.raw.on('close', stop);
   });
 
   app.get<{ Params: { id: string }; Querystring: { waitSeconds?: string } }>('/v1/approvals/:id', async (request) => {

@@ -58,6 +58,7 @@ describe('the console over HTTP', () => {
   let root: string;
   let cookie: string;
   let csrf: string;
+  let closed = false;
 
   const call = (path: string, init: RequestInit & { headers?: Record<string, string> } = {}) => fetch(`${server.url}${path}`, init);
   const bearer = { authorization: `Bearer ${TOKEN}` };
@@ -88,7 +89,7 @@ describe('the console over HTTP', () => {
   });
 
   after(async () => {
-    await server?.close();
+    if (!closed) await server?.close();
     rmSync(root, { recursive: true, force: true });
   });
 
@@ -192,4 +193,16 @@ describe('the console over HTTP', () => {
     assert.equal(after.status, 401);
     assert.equal(((await after.json()) as { error: { code: string } }).error.code, 'LOGIN_EXPIRED');
   });
+  it('closes while event streams are open (they end first instead of holding the server)', { timeout: 30_000 }, async () => {
+    const events = await call('/v1/events', { headers: bearer });
+    const approvals = await call('/v1/approvals/events', { headers: bearer });
+    assert.equal(events.status, 200);
+    assert.equal(approvals.status, 200);
+    const ended = Promise.all([events.text(), approvals.text()]);
+    await server.close();
+    closed = true;
+    const [eventsText] = await ended;
+    assert.match(eventsText, /event: stream.ready/);
+  });
+
 });
