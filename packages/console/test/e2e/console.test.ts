@@ -7,6 +7,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
@@ -183,6 +184,15 @@ describe('the web console in Chromium', { skip: chromiumMissing() }, () => {
     await page.click('[data-testid=files] button.link:has-text("notes.txt")');
     const viewer = await page.waitForSelector('[data-testid=file-viewer]');
     assert.match((await viewer.textContent()) ?? '', /hello console/);
+    // Download and upload go through the same tool routes.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=files] tr[data-file="notes.txt"] button:has-text("Download")')]);
+    assert.equal(download.suggestedFilename(), 'notes.txt');
+    const downloaded = await download.path();
+    assert.equal(readFileSync(downloaded, 'utf8'), 'hello console\n');
+    await page.setInputFiles('[data-testid=files] input[type=file]', { name: 'from-browser.bin', mimeType: 'application/octet-stream', buffer: Buffer.from([0, 1, 2, 255, 10]) });
+    await page.waitForSelector('[data-testid=files] tr[data-file="from-browser.bin"]');
+    const uploaded = installation.cli(['exec', sessionId, '--', 'od', '-An', '-tu1', '/workspace/from-browser.bin']);
+    assert.equal(uploaded.stdout.trim().split(/\s+/).join(' '), '0 1 2 255 10');
     // A call made now shows up in the page's tool calls without a reload.
     assert.equal(installation.cli(['exec', sessionId, '--', 'echo', 'live-call-marker']).code, 0);
     await page.waitForSelector('[data-testid=tool-calls] li:has-text("live-call-marker")');
@@ -229,6 +239,8 @@ describe('the web console in Chromium', { skip: chromiumMissing() }, () => {
     await page.click(`${actions} button:has-text("Suspend")`);
     await page.waitForSelector(`.session-page .page-head [data-state="suspended"]`, { timeout: 120_000 });
     await page.click(`${actions} button:has-text("Resume")`);
+    // Waking a suspended machine restores its memory image: the page says so while it takes.
+    await page.waitForSelector(`${actions} .busy:has-text("Waking")`);
     await page.waitForSelector(`.session-page .page-head [data-state="running"]`, { timeout: 120_000 });
     await page.waitForSelector('[data-testid=timeline]:has-text("session.suspended")');
 
