@@ -20,6 +20,9 @@ const result = await build({
   minify: true,
   sourcemap: true,
   format: 'esm',
+  // xterm.js is a separate chunk, loaded only when a person opens a terminal.
+  splitting: true,
+  chunkNames: 'chunk-[hash]',
   target: ['es2022'],
   jsx: 'automatic',
   jsxImportSource: 'preact',
@@ -32,8 +35,8 @@ const result = await build({
 });
 
 const outputs = Object.keys(result.metafile.outputs).map((path) => basename(path));
-const script = outputs.find((name) => name.endsWith('.js'));
-const stylesheet = outputs.find((name) => name.endsWith('.css'));
+const script = outputs.find((name) => name.startsWith('main-') && name.endsWith('.js'));
+const stylesheet = outputs.find((name) => name.startsWith('main-') && name.endsWith('.css'));
 if (!script || !stylesheet) throw new Error(`the console build made no script or stylesheet: ${outputs.join(', ')}`);
 
 writeFileSync(

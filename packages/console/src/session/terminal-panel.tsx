@@ -1,33 +1,41 @@
 /**
- * TAKEOVER TERMINAL: the place reserved for it (issue 15, item 6).
+ * TAKEOVER TERMINAL (issue 15, item 6): the place on a session's page.
  *
- * The terminal will be xterm.js (`@xterm/xterm`) over a WebSocket to a PTY
- * inside the session's machine; while a person holds it, the agent's calls
- * wait with the reason TAKEOVER. The PTY is being added to the sandbox
- * driver, so this panel only asks the server whether the terminal exists
- * (GET /v1/sessions/:id/terminal answers 501 NOT_AVAILABLE until then) and
- * says so. There is deliberately no fake terminal here.
+ * While a person holds the terminal, the agent's calls wait with the reason
+ * TAKEOVER. The PTY inside the sandbox is being added to the driver; until a
+ * server offers it, `GET /v1/sessions/ID/terminal` answers 501 NOT_AVAILABLE
+ * and this panel says so. Once it answers 200, "Take over" opens the
+ * terminal (terminal-view.tsx). There is deliberately no fake terminal.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, sessionPath } from '../api-client';
+import { TerminalView } from './terminal-view';
 
 /** The terminal's place on a session's page. */
 export function TerminalPanel({ sessionId }: { sessionId: string }) {
   const [availability, setAvailability] = useState<string | null>(null);
+  const [open, setOpen] = useState(false);
   useEffect(() => {
     api('GET', sessionPath(sessionId, '/terminal')).then(
       () => setAvailability('available'),
       (error: unknown) => setAvailability(error instanceof ApiError ? `${error.code}: ${error.message}` : String(error)),
     );
   }, [sessionId]);
+  if (open) return <TerminalView sessionId={sessionId} onClose={() => setOpen(false)} />;
   return (
     <div class="terminal-placeholder" data-testid="terminal">
       <p>
         <strong>Takeover terminal</strong>: a shell in this session's machine, recorded in the audit, with the agent's calls held while you type.
       </p>
-      <p class="muted small" data-testid="terminal-availability">
-        {availability === null ? 'Asking the server…' : availability === 'available' ? 'Available.' : `Not available on this server yet (${availability}).`}
-      </p>
+      {availability === 'available' ? (
+        <button type="button" class="primary" onClick={() => setOpen(true)}>
+          Take over
+        </button>
+      ) : (
+        <p class="muted small" data-testid="terminal-availability">
+          {availability === null ? 'Asking the server…' : `Not available on this server yet (${availability}).`}
+        </p>
+      )}
     </div>
   );
 }

@@ -34,9 +34,13 @@ const CONTENT_TYPES: Record<string, string> = {
 /** esbuild's `[name]-[hash]` names: the hash is 8 characters of A-Z and 0-9. */
 const HASHED_NAME = /-[A-Z0-9]{8}\.[a-z0-9]+$/;
 
-/** The console, served only from its own origin: no inline script, no framing, no outside hosts. */
+/**
+ * The console, served only from its own origin: no inline script, no framing, no outside hosts.
+ * Inline styles are allowed because xterm.js (the takeover terminal) writes its theme and cell
+ * sizes into <style> elements; scripts stay same-origin only.
+ */
 export const CONSOLE_SECURITY_HEADERS: Record<string, string> = {
-  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',
