@@ -8,6 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, relative, sep } from 'node:path';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** One file ready to send. */
 export interface ConsoleAsset {
@@ -94,6 +95,30 @@ export class ConsoleAssets {
     if (extname(path) === '' || path === '/index.html') return this.files.get('/index.html');
     return undefined;
   }
+}
+
+/**
+ * Answers a GET of a console path: the file, index.html for a client route, or
+ * a plain 503 saying how to build a missing console. False when nothing matches
+ * (the caller answers 404).
+ */
+export function sendConsoleAsset(assets: ConsoleAssets, request: FastifyRequest, reply: FastifyReply): boolean {
+  if (assets.missingReason !== null) {
+    void reply.status(503).header('content-type', 'text/plain; charset=utf-8').send(`${assets.missingReason}\n`);
+    return true;
+  }
+  const asset = assets.resolve(request.url);
+  if (!asset) return false;
+  void reply.headers(CONSOLE_SECURITY_HEADERS).header('etag', asset.etag);
+  if (request.headers['if-none-match'] === asset.etag) {
+    void reply.status(304).send();
+    return true;
+  }
+  void reply
+    .header('content-type', asset.contentType)
+    .header('cache-control', asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
+    .send(asset.body);
+  return true;
 }
 
 function walk(directory: string): string[] {

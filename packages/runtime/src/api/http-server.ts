@@ -23,7 +23,7 @@ import { registerEventRoutes } from './routes/event-routes.js';
 import { registerTerminalRoutes } from './routes/terminal-routes.js';
 import { attachIdentity, type Authentication } from './authentication.js';
 import type { ActivityFeed } from './activity-feed.js';
-import { CONSOLE_SECURITY_HEADERS, type ConsoleAssets } from './console-assets.js';
+import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
 
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -84,21 +84,8 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => {
-    if (!isApiPath(request.url) && (request.method === 'GET' || request.method === 'HEAD')) {
-      const asset = options.console.resolve(request.url);
-      if (options.console.missingReason !== null) {
-        return reply.status(503).header('content-type', 'text/plain; charset=utf-8').send(`${options.console.missingReason}\n`);
-      }
-      if (asset) {
-        if (request.headers['if-none-match'] === asset.etag) return reply.status(304).headers(CONSOLE_SECURITY_HEADERS).header('etag', asset.etag).send();
-        return reply
-          .headers(CONSOLE_SECURITY_HEADERS)
-          .header('content-type', asset.contentType)
-          .header('etag', asset.etag)
-          .header('cache-control', asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
-          .send(asset.body);
-      }
-    }
+    // Outside the API, a GET is the web console's (a file, or index.html for a client route).
+    if (!isApiPath(request.url) && (request.method === 'GET' || request.method === 'HEAD') && sendConsoleAsset(options.console, request, reply)) return;
     void reply.status(404).send(errorBody(new AirlockError('NOT_FOUND', `no route ${request.method} ${request.url}; see /openapi.json`)));
   });
   app.removeContentTypeParser('application/json');
