@@ -19,6 +19,11 @@ async function parseListen(listen: string): Promise<{ host: string; port: number
   return { host: match[1] ?? match[2] ?? '127.0.0.1', port };
 }
 
+/** Commander's accumulator for a repeatable option. */
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
 /** Registers `serve`, `images` and `contract`. */
 export function registerHostCommands(program: Command): void {
   program
@@ -27,10 +32,20 @@ export function registerHostCommands(program: Command): void {
     .option('--data-dir <dir>', 'where Airlock keeps its state', defaultDataDir())
     .option('--listen <host:port>', 'address to listen on', DEFAULT_LISTEN)
     .option('--log', 'log every request')
+    .option('--allowed-origin <url>', 'let web pages of this origin call the server (repeatable; also AIRLOCK_ALLOWED_ORIGINS, comma-separated)', collect, [])
+    .option('--allowed-host <name>', 'accept this name (NAME or NAME:PORT) in the Host header, e.g. behind a reverse proxy (repeatable; also AIRLOCK_ALLOWED_HOSTS)', collect, [])
     .option('--objects <s3-url>', 'keep snapshots and suspended disks in object storage, s3://BUCKET[/prefix] (endpoint, region, credentials: AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)', process.env['AIRLOCK_OBJECTS_URL'])
-    .action(async (options: { dataDir: string; listen: string; log?: boolean; objects?: string }) => {
+    .action(async (options: { dataDir: string; listen: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[]; objects?: string }) => {
       const { host, port } = await parseListen(options.listen);
-      const server = await (await runtime()).startServer({ dataDir: options.dataDir, host, port, logger: Boolean(options.log), ...(options.objects ? { objects: options.objects } : {}) });
+      const server = await (await runtime()).startServer({
+        dataDir: options.dataDir,
+        host,
+        port,
+        logger: Boolean(options.log),
+        allowedOrigins: options.allowedOrigin,
+        allowedHosts: options.allowedHost,
+        ...(options.objects ? { objects: options.objects } : {}),
+      });
       const r = server.reconciled;
       process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root})\n`);
       if (server.objects) process.stderr.write(`airlock: snapshots in object storage ${server.objects.description}\n`);
