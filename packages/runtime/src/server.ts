@@ -37,7 +37,7 @@ import type { ApprovalRecord } from './core/approval.js';
 import { ContractUpdates } from './core/contract-updates.js';
 import type { SnapshotArtifacts } from './core/snapshot-artifacts.js';
 import { AirlockError } from './core/errors.js';
-import { parseObjectStorageUrl } from './objects/object-storage-url.js';
+import { parseObjectStorageUrl, type ObjectStorageLocation } from './objects/object-storage-url.js';
 import { S3ObjectStore } from './objects/s3-object-store.js';
 import { ObjectSnapshotArtifacts } from './objects/object-snapshot-artifacts.js';
 import type { DiskImages } from './objects/disk-images.js';
@@ -113,13 +113,15 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const allowedOrigins = [...(options.allowedOrigins ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_ORIGINS'])].map(normalizeAllowedOrigin);
   const allowedHosts = [...(options.allowedHosts ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_HOSTS'])];
   allowedHosts.forEach(parseAllowedHost);
+  // Likewise a bad --objects, AWS environment or unreachable bucket is refused before the data dir is touched.
+  const objectsUrl = options.objects ?? process.env['AIRLOCK_OBJECTS_URL'];
+  const objectStore = objectsUrl ? await connectObjectStore(parseObjectStorageUrl(objectsUrl)) : undefined;
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
   const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes });
   await driver.checkHost();
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
-  // Before anything else is opened: a bad --objects fails the start with nothing to close.
-  const objects = await openObjectStorage(options, layout, disks);
+  const objects = objectStore ? openObjectStorage(objectStore, layout, disks) : undefined;
   // Every audit record, once committed, also feeds the console's live event streams.
   const activity = new ActivityFeed();
   const store = tapAuditAppends(new SqliteStore(layout.database), (record) => activity.publish({ kind: 'audit', record }));
@@ -228,19 +230,23 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 }
 
 /** Snapshot artifacts in object storage when asked for (checked reachable now, so a bad setting fails the start). */
-async function openObjectStorage(options: ServeOptions, layout: DataDirLayout, disks: SessionDisks): Promise<ObjectSnapshotArtifacts | undefined> {
-  const url = options.objects ?? process.env['AIRLOCK_OBJECTS_URL'];
-  if (!url) return undefined;
-  const location = parseObjectStorageUrl(url);
-  if (!isDiskImages(disks)) {
-    throw new AirlockError('INVALID_ARGUMENTS', '--objects needs session disks whose images can be read and written (the loop-mounted disks of `airlock serve`)');
-  }
+/** The bucket, checked reachable now: a bad setting fails the start before anything is created. */
+async function connectObjectStore(location: ObjectStorageLocation): Promise<S3ObjectStore> {
   const store = new S3ObjectStore(location);
   try {
     await store.check();
   } catch (error) {
     store.close();
     throw error;
+  }
+  return store;
+}
+
+/** Snapshot artifacts in object storage, the data dir's snapshot directory as their cache. */
+function openObjectStorage(store: S3ObjectStore, layout: DataDirLayout, disks: SessionDisks): ObjectSnapshotArtifacts {
+  if (!isDiskImages(disks)) {
+    store.close();
+    throw new AirlockError('INVALID_ARGUMENTS', '--objects needs session disks whose images can be read and written (the loop-mounted disks of `airlock serve`)');
   }
   return new ObjectSnapshotArtifacts({
     local: new SnapshotDirectory(layout.snapshots),

@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteStore, openDataDir } from '@airlock/runtime';
-import { TestInstallation } from '../support/test-installation.js';
+import { AIRLOCK_BIN, TestInstallation } from '../support/test-installation.js';
 import { ObjectStorageServer } from '../support/object-storage-server.js';
 
 const COUNTER = [
@@ -90,6 +90,24 @@ describe('snapshots in object storage: a session suspended on one data dir resum
   after(async () => {
     for (const installation of nodes) await installation.destroy();
     await objects.close();
+  });
+
+  it('a bad --objects, a missing bucket or an unreachable endpoint stops serve with a clear error, before the data dir is made', () => {
+    const dataDir = `/var/tmp/airlock-objects-refused-${process.pid}`;
+    const serve = (objectsUrl: string, env: Record<string, string>) =>
+      spawnSync(process.execPath, [AIRLOCK_BIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--objects', objectsUrl], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+    const cases: [string, Record<string, string>, RegExp][] = [
+      ['s3://Not_A_Bucket', objects.env, /INVALID_ARGUMENTS: --objects "s3:\/\/Not_A_Bucket": "Not_A_Bucket" is not a valid bucket name .* give s3:\/\/BUCKET or s3:\/\/BUCKET\/PREFIX/],
+      ['s3://no-such-bucket', objects.env, /OBJECT_STORAGE_UNAVAILABLE: bucket no-such-bucket does not exist at http:\/\/127\.0\.0\.1:\d+; create it/],
+      ['s3://airlock-test', { ...objects.env, AWS_ENDPOINT_URL: 'http://127.0.0.1:9' }, /OBJECT_STORAGE_UNAVAILABLE: .*cannot reach http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\)/],
+      ['s3://airlock-test', { AWS_ENDPOINT_URL: '', AWS_REGION: '', AWS_DEFAULT_REGION: '' }, /INVALID_ARGUMENTS: object storage needs a region: set AWS_REGION/],
+    ];
+    for (const [url, env, message] of cases) {
+      const result = serve(url, env);
+      assert.equal(result.status, 1, `${url}: ${result.stderr}`);
+      assert.match(result.stderr, message);
+      assert.equal(existsSync(dataDir), false, `${url}: nothing was created`);
+    }
   });
 
   it('suspend on A; kill A and delete its data dir; B resumes the session with its files and a counter that goes on counting; forks of A’s snapshot run on B', async () => {

@@ -14,7 +14,7 @@ import {
   StalenessWatch,
   decodeRecord,
   encodeRecord,
-  pause,
+  delay,
   type CollectionTimings,
   type ProtocolRecord,
 } from './collection-protocol.js';
@@ -84,7 +84,7 @@ export class ChunkCollector {
     const record: ProtocolRecord = { owner: this.owner, purpose: `collection-${randomBytes(6).toString('hex')}`, startedAt: new Date().toISOString(), beat: 0 };
     while (performance.now() - started <= this.timings.collectorPatienceMs) {
       if ((await this.liveIntents(report)) > 0) {
-        await pause(this.timings.pollMs);
+        await delay(this.timings.pollMs);
         continue;
       }
       await this.objects.put(COLLECTOR_LOCK_KEY, encodeRecord(record));

@@ -121,6 +121,6 @@ export class StalenessWatch {
 }
 
 /** Resolves after `ms` (an unref'd timer: a wait never keeps the process alive). */
-export function pause(ms: number): Promise<void> {
+export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

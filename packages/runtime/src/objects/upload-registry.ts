@@ -14,7 +14,7 @@ import {
   StalenessWatch,
   decodeRecord,
   encodeRecord,
-  pause,
+  delay,
   type CollectionTimings,
   type ProtocolRecord,
 } from './collection-protocol.js';
@@ -75,7 +75,7 @@ export class UploadRegistry {
           details: { objects: this.objects.description },
         });
       }
-      await pause(this.timings.pollMs);
+      await delay(this.timings.pollMs);
     }
     const upload = this.track(key, record);
     await this.hooks.registered?.(upload);
