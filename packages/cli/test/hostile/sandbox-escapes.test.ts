@@ -12,6 +12,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, realpathSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { TestInstallation, TEST_IMAGES_DIR } from '../support/test-installation.js';
@@ -265,6 +266,38 @@ describe('hostile: a session cannot get out of its sandbox', { timeout: 900_000 
     const direct = await python<Record<string, string>>(networked, GATEWAY_REACH, { port, targets: [], direct: [gateway] });
     assert.match(direct[`direct ${gateway}`] ?? '', /^failed/, 'the gateway\'s address on the API\'s port is closed');
     await api.terminate(networked);
+  });
+
+  it('reaches no service of the host on the host\'s own address through its gateway, even when its contract lists that address', async (t) => {
+    const hostAddress = hostAddresses[0];
+    if (!hostAddress) {
+      t.skip('this host has no non-loopback IPv4 address to listen on');
+      return;
+    }
+    // A stand-in for a service of the host (an sshd, an API bound to every interface): it counts who reaches it.
+    let reached = 0;
+    const connections = new Set<Socket>();
+    const service = createServer((socket) => {
+      reached += 1;
+      connections.add(socket);
+      socket.on('error', () => undefined);
+      socket.end('host-service-banner');
+    });
+    await new Promise<void>((resolve) => service.listen(0, hostAddress, resolve));
+    const port = (service.address() as AddressInfo).port;
+    try {
+      const networked = await api.createSession({ version: 1, network: { allowedDomains: [`${hostAddress}:${port}`] } });
+      const target = `${hostAddress}:${port}`;
+      const reach = await python<Record<string, string>>(networked, GATEWAY_REACH, { port, targets: [target], direct: [hostAddress] });
+      assert.match(reach[`CONNECT ${target}`] ?? '', /^answered: HTTP|^failed/, 'control: the gateway was asked');
+      for (const [row, outcome] of Object.entries(reach)) assert.doesNotMatch(outcome, /host-service-banner/, `${row} reached the host's service: ${outcome}`);
+      assert.equal(reached, 0, `the host's service on ${target} was reached ${reached} times from the session`);
+      await api.terminate(networked);
+    } finally {
+      // A tunnel the gateway keeps open would hold close() forever.
+      for (const socket of connections) socket.destroy();
+      await new Promise((resolve) => service.close(resolve));
+    }
   });
 
   it('finds the API token nowhere in the sandbox: environments, command lines, mount table, files', async () => {
