@@ -40,18 +40,21 @@ describe('hostile: resource exhaustion stays inside the session', { timeout: 900
     assert.equal(health.status, 200, `the server answers after ${what}`);
   };
   /** The session runs a command again once what an attack left behind is gone (or says why it cannot). */
-  const assertUsableAgain = async (sessionId: string, what: string): Promise<void> => {
+  const assertUsableAgain = async (sessionId: string, what: string, timeoutMs = 120_000): Promise<void> => {
     let last = '';
+    let attempt = 0;
     const usable = await waitFor(async () => {
-      // A command substitution forks: a machine that can only exec is not usable.
-      const next = await api.tool(sessionId, 'exec', { command: 'echo $(echo usable)', timeoutMs: 30_000 });
+      // A command substitution forks: a machine that can only exec is not usable. Each try differs (a comment),
+      // so that waiting is not taken for a runaway loop of identical failing calls.
+      attempt += 1;
+      const next = await api.tool(sessionId, 'exec', { command: `echo $(echo usable) # try ${attempt}`, timeoutMs: 30_000 });
       if (next.code === 'ok' && next.result['stdout'] === 'usable\n') return true;
       if (next.code === 'RUNAWAY_DETECTED') throw new Error(`the session kept failing until the runaway breaker tripped`);
       const view = await api.session(sessionId);
       if (view.state !== 'running' && view.failure) return false;
       last = `${next.code} exit ${String(next.result['exitCode'])}: ${String(next.result['stderr'] ?? next.message).slice(0, 200)}`;
       return undefined;
-    }, `the session to run a command again after ${what} (last answer: ${last})`, 60_000).catch((error: unknown) => {
+    }, `the session to run a command again after ${what}`, timeoutMs).catch((error: unknown) => {
       throw new Error(`${(error as Error).message}; last answer: ${last}`);
     });
     assert.ok(usable !== undefined);
@@ -93,7 +96,8 @@ describe('hostile: resource exhaustion stays inside the session', { timeout: 900
     const sleepers = ((await api.tool(bomb, 'files.list', { path: '/proc' })).result['entries'] as { name: string }[] | undefined) ?? [];
     assert.ok(sleepers.filter((entry) => /^\d+$/.test(entry.name)).length <= 32 + 8, 'the process limit bounds the bomb');
     await assertOthersFine('a fork bomb that left its process group');
-    await assertUsableAgain(bomb, 'a fork bomb that left its process group');
+    // What the bomb left holds the process limit until someone kills it: waiting longer would not help.
+    await assertUsableAgain(bomb, 'a fork bomb that left its process group', 30_000);
     await api.terminate(bomb);
   });
 
@@ -162,14 +166,23 @@ describe('hostile: resource exhaustion stays inside the session', { timeout: 900
     const body = JSON.stringify({ command: 'head -c 300000000 /dev/zero; echo slow-reader-done > /workspace/slow-reader.txt', stream: true, timeoutMs: 120_000 });
     const socket = connect(installation.port, '127.0.0.1');
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-    socket.write(`POST /v1/sessions/${flood}/exec HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${installation.token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-    socket.pause();
+    socket.write(`POST /v1/sessions/${flood}/exec HTTP/1.1\r\nHost: 127.0.0.1:${installation.port}\r\nAuthorization: Bearer ${installation.token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // Read the start of the answer (the control: the stream began), then read nothing more.
+    const first = await new Promise<string>((resolve) => {
+      socket.once('data', (chunk: Buffer) => {
+        socket.pause();
+        resolve(chunk.toString('latin1'));
+      });
+    });
+    assert.match(first, /^HTTP\/1\.1 200/, `control: the streamed exec started: ${first.slice(0, 200)}`);
     // Either the server reads it all (then the command finishes and the server holds what the client did not
     // read), or it stops reading when the client does (then the command stalls): watch the server until one happens.
     let lastWritten = -1;
+    // (Probes that succeed: a poll of failing calls would trip the session's runaway breaker.)
     const settled = waitFor(async () => {
-      if ((await api.tool(flood, 'files.read', { path: '/workspace/slow-reader.txt' })).code === 'ok') return 'finished';
-      const written = Number((await api.sh(flood, 'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = head ] && sed -n "s/^wchar: //p" $p/io; done; true')).trim() || -1);
+      const probe = (await api.sh(flood, 'if [ -e /workspace/slow-reader.txt ]; then echo finished; else for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = head ] && sed -n "s/^wchar: //p" $p/io; done; fi; true')).trim();
+      if (probe === 'finished') return 'finished';
+      const written = Number(probe || -1);
       const stalled = written > 0 && written === lastWritten;
       lastWritten = written;
       return stalled ? 'stalled' : undefined;
