@@ -15,7 +15,8 @@ import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AirlockError } from '../core/errors.js';
-import { DEBIAN_BOOKWORM, DebianImageBuilder } from './debian-image-builder.js';
+import { DEBIAN_BOOKWORM, DEBIAN_BOOKWORM_DESKTOP, DebianImageBuilder } from './debian-image-builder.js';
+import { DESKTOP_IMAGE_ENV } from './desktop-image-files.js';
 import { detectDebianMirror } from './debian-mirror.js';
 import type { ImageCatalog, ImageProgress, ImageRecord } from './image-catalog.js';
 import { digestRootfs } from './image-digest.js';
@@ -47,6 +48,8 @@ export interface LocalImageRecord extends ImageRecord {
 
 /** The stock image name of `buildDebian`. */
 export const DEFAULT_DEBIAN_IMAGE = 'debian-bookworm';
+/** The image name of `buildDebian({ desktop: true })`. */
+export const DEFAULT_DESKTOP_IMAGE = 'debian-bookworm-desktop';
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const MANIFEST_FILE = 'image.json';
@@ -97,9 +100,14 @@ export class LocalImageCatalog implements ImageCatalog {
     return record;
   }
 
-  /** Builds Debian bookworm (minbase + python3, ca-certificates, procps) with debootstrap, from the cache when it has a verified copy. */
-  async buildDebian(options: { name?: string; onProgress?: (p: ImageProgress) => void; force?: boolean } = {}): Promise<LocalImageRecord> {
-    const name = checkName(options.name ?? DEFAULT_DEBIAN_IMAGE);
+  /**
+   * Builds Debian bookworm (minbase + python3, ca-certificates, procps) with debootstrap, from the cache when it has a
+   * verified copy; `desktop` adds a display, a VNC server, Chromium and xdotool (docs/desktop.md).
+   */
+  async buildDebian(options: { name?: string; onProgress?: (p: ImageProgress) => void; force?: boolean; desktop?: boolean } = {}): Promise<LocalImageRecord> {
+    const desktop = options.desktop === true;
+    const recipe = desktop ? DEBIAN_BOOKWORM_DESKTOP : DEBIAN_BOOKWORM;
+    const name = checkName(options.name ?? (desktop ? DEFAULT_DESKTOP_IMAGE : DEFAULT_DEBIAN_IMAGE));
     const force = options.force === true;
     if (await this.exists(name)) {
       if (!force) throw imageExists(name);
@@ -111,15 +119,23 @@ export class LocalImageCatalog implements ImageCatalog {
       const builder = new DebianImageBuilder({
         cacheDir: this.options.cacheDir,
         mirror,
+        recipe,
         ...(this.options.debootstrapPath === undefined ? {} : { debootstrapPath: this.options.debootstrapPath }),
       });
       const built = await builder.build(rootfs, onProgress);
+      const { files, ...packages } = recipe;
       return {
         digest: built.digest,
         sizeBytes: built.sizeBytes,
         source: 'debootstrap',
-        env: {},
-        provenance: { ...DEBIAN_BOOKWORM, mirror: built.mirror ?? null, cacheKey: built.cacheKey, fromCache: built.fromCache },
+        env: desktop ? { ...DESKTOP_IMAGE_ENV } : {},
+        provenance: {
+          ...packages,
+          ...(files === undefined ? {} : { files: files.map((file) => file.path), desktop: true }),
+          mirror: built.mirror ?? null,
+          cacheKey: built.cacheKey,
+          fromCache: built.fromCache,
+        },
       };
     });
   }

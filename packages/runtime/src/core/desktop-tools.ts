@@ -1,0 +1,175 @@
+/**
+ * The desktop tools: `desktop.screenshot` (the screen as PNG) and
+ * `desktop.act` (one mouse or keyboard action). The pipeline asks `observe`
+ * before it authorizes an action: the focused window's title goes into the
+ * Cedar context, and a thumbnail of the screen as the agent is about to act
+ * on it is kept for the audit. An action waits while a person has taken the
+ * desktop over (reason TAKEOVER), and runs once it is handed back.
+ */
+import { createHash } from 'node:crypto';
+import { AirlockError, isAirlockError } from './errors.js';
+import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
+import type { SessionService } from './session-service.js';
+import type { SessionRecord } from './session.js';
+import { actionPoints, type DesktopAction } from './desktop-action-schema.js';
+import { DesktopOperations, VNC_PORT, type DesktopRunner } from './desktop-operations.js';
+import type { Duplex } from 'node:stream';
+import { encodePng, shrink, type ScreenPixels } from './screen-image.js';
+import { THUMBNAIL_MAX_SIDE, type ThumbnailReference, type ThumbnailStore } from './screen-thumbnails.js';
+import type { DesktopTakeovers } from './desktop-takeovers.js';
+import { desktopSize } from './desktop-size.js';
+
+/** What the pipeline learns about the screen before it decides on a desktop call. */
+export interface DesktopObservation {
+  windowTitle: string;
+  /** the screen before the call, as kept for the audit (absent for screenshots, whose result is the screen) */
+  thumbnail: ThumbnailReference | null;
+}
+
+/** Runs the desktop tools of sessions. */
+export class DesktopTools {
+  constructor(
+    private readonly sessions: SessionService,
+    private readonly driver: SandboxDriver,
+    private readonly thumbnails: ThumbnailStore,
+    readonly takeovers: DesktopTakeovers,
+  ) {}
+
+  /** INVALID_ARGUMENTS when a point of the action lies outside the session's screen. */
+  checkOnScreen(session: SessionRecord, action: DesktopAction): void {
+    const { width, height } = desktopSize(session);
+    for (const point of actionPoints(action)) {
+      if (point.x >= width || point.y >= height) {
+        throw new AirlockError('INVALID_ARGUMENTS', `(${point.x}, ${point.y}) is off the screen, which is ${width}×${height}: x runs 0–${width - 1}, y 0–${height - 1}`, {
+          details: { field: point.x >= width ? 'x' : 'y', width, height },
+        });
+      }
+    }
+  }
+
+  /** The focused window's title and, for actions, a kept thumbnail of the screen now. */
+  async observe(session: SessionRecord, callId: string, withThumbnail: boolean): Promise<DesktopObservation> {
+    return this.onMachine(session, async (desktop) => {
+      const [windowTitle, screen] = await Promise.all([desktop.focusedWindowTitle(), withThumbnail ? desktop.capture() : Promise.resolve(undefined)]);
+      const thumbnail = screen === undefined ? null : await this.keepThumbnail(session.id, callId, screen);
+      return { windowTitle, thumbnail };
+    });
+  }
+
+  /** The whole screen as PNG; its thumbnail is kept for the audit under the call id. */
+  async screenshot(session: SessionRecord, callId: string): Promise<{ result: Record<string, unknown>; resumeMs: number }> {
+    const started = Date.now();
+    const { result: screen, resumeMs } = await this.sessions.withMachine(session.id, (handle) => this.operations(handle).capture());
+    const png = await encodePng(screen);
+    const thumbnail = await this.keepThumbnail(session.id, callId, screen);
+    return {
+      resumeMs,
+      result: {
+        width: screen.width,
+        height: screen.height,
+        png: png.toString('base64'),
+        bytes: png.length,
+        sha256: sha256(png),
+        thumbnail,
+        captureMs: Date.now() - started,
+      },
+    };
+  }
+
+  /** Carries out one action, after any takeover of the desktop has ended. */
+  async act(session: SessionRecord, action: DesktopAction, options: { signal?: AbortSignal; onWaiting?: (reason: 'TAKEOVER') => void } = {}): Promise<{ result: Record<string, unknown>; resumeMs: number }> {
+    await this.takeovers.waitForHandBack(session.id, options);
+    if (action.action === 'wait') {
+      await sleep(action.ms, options.signal);
+      return { result: { action: action.action, waitedMs: action.ms }, resumeMs: 0 };
+    }
+    const { result: pointer, resumeMs } = await this.sessions.withMachine(session.id, (handle) => this.operations(handle).perform(action));
+    return { result: { action: action.action, pointer }, resumeMs };
+  }
+
+  /** The screen of a running session's machine, for takeover recordings (no call, no audit of its own). */
+  async capture(sessionId: string): Promise<ScreenPixels> {
+    return (await this.sessions.withMachine(sessionId, (handle) => this.operations(handle).capture())).result;
+  }
+
+  /**
+   * Runs `work` with a byte stream to the display's VNC server (the live
+   * view), waking the machine first. Holds the session's shared lock while
+   * `work` runs, like any call: the machine does not sleep under a viewer.
+   */
+  async withDisplayStream<T>(sessionId: string, work: (stream: Duplex) => Promise<T>): Promise<T> {
+    const session = this.sessions.get(sessionId);
+    return this.onMachine(session, async () => {
+      const handle = this.sessions.get(sessionId).sandbox;
+      if (!handle) throw new AirlockError('INVALID_STATE', `session ${sessionId} has no running machine`);
+      let stream: Duplex;
+      try {
+        stream = await this.driver.connect(handle, VNC_PORT);
+      } catch (error) {
+        if (isAirlockError(error, 'PORT_UNREACHABLE')) {
+          throw new AirlockError('DESKTOP_UNAVAILABLE', `session ${sessionId} has no VNC server on its display; create the session with \`--image debian-bookworm-desktop\``, { cause: error, details: { sessionId } });
+        }
+        throw error;
+      }
+      try {
+        return await work(stream);
+      } finally {
+        stream.destroy();
+      }
+    });
+  }
+
+  private async onMachine<T>(session: SessionRecord, work: (desktop: DesktopOperations) => Promise<T>): Promise<T> {
+    if (session.mode !== 'machine') {
+      throw new AirlockError('DESKTOP_UNAVAILABLE', `session ${session.id} runs each call in a fresh sandbox, so it has no display that lasts; create a desktop session with --mode machine`, {
+        details: { sessionId: session.id, mode: session.mode },
+      });
+    }
+    return (await this.sessions.withMachine(session.id, (handle) => work(this.operations(handle)))).result;
+  }
+
+  private operations(handle: SandboxHandle): DesktopOperations {
+    const run: DesktopRunner = async (request) => {
+      const stdout: Buffer[] = [];
+      const stderr: Buffer[] = [];
+      const outcome = await this.driver.exec(handle, {
+        argv: request.argv,
+        cwd: '/',
+        env: request.env,
+        timeoutMs: request.timeoutMs,
+        // each desktop command ends at once and leaves no process behind
+        transient: true,
+        onStdout: (chunk) => stdout.push(chunk),
+        onStderr: (chunk) => stderr.push(chunk),
+      });
+      return { ...outcome, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) };
+    };
+    return new DesktopOperations(run);
+  }
+
+  private async keepThumbnail(sessionId: string, name: string, screen: ScreenPixels): Promise<ThumbnailReference> {
+    const small = shrink(screen, THUMBNAIL_MAX_SIDE, THUMBNAIL_MAX_SIDE);
+    const png = await encodePng(small);
+    await this.thumbnails.put(sessionId, name, png);
+    return { name, sha256: sha256(png), bytes: png.length, width: small.width, height: small.height };
+  }
+}
+
+function sha256(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new AirlockError('INVALID_REQUEST', 'the caller went away during the wait'));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new AirlockError('INVALID_REQUEST', 'the caller went away during the wait'));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
