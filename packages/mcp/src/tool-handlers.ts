@@ -11,6 +11,7 @@ import type { CallOutcome, SessionCalls } from './session-calls.js';
 import type { HeldCallResult } from './approval-flow.js';
 import { commandResult, decode, pendingResult, refusalResult, textResult } from './tool-results.js';
 import { findPathPattern, globToRegExp } from './glob-pattern.js';
+import { handleComputer } from './computer-tool.js';
 
 /** What a handler needs for one call. */
 export interface ToolCallContext {
@@ -64,6 +65,8 @@ export async function handleTool(name: AirlockToolName, input: ToolInput<Airlock
       return glob(input as ToolInput<'glob'>, context);
     case 'grep':
       return grep(input as ToolInput<'grep'>, context);
+    case 'computer':
+      return handleComputer(input as ToolInput<'computer'>, context);
     case 'await_approval': {
       const args = input as ToolInput<'await_approval'>;
       const outcome = await context.calls.awaitOutcome(args.approval_id, (args.timeout ?? 60) * 1000, context.signal);
