@@ -25,6 +25,8 @@ export const DESKTOP_PACKAGES = [
   'x11-utils',
   'fonts-dejavu-core',
   'fonts-liberation',
+  // dconf-service (GTK's settings, for Chromium) needs a session bus, and debootstrap resolves no alternatives
+  'dbus-x11',
 ] as const;
 
 /**
