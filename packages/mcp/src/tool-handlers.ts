@@ -17,6 +17,8 @@ import { handleComputer } from './computer-tool.js';
 export interface ToolCallContext {
   calls: SessionCalls;
   signal: AbortSignal;
+  /** when the client asked for progress: the output of a `bash` command while it runs */
+  onOutput?: (bytes: Uint8Array) => void;
   /** settles a call the policy held (confirmation, bounded wait, or pending) */
   settle: (pending: Extract<CallOutcome, { status: 'pending-approval' }>, tool: string, args: Record<string, unknown>) => Promise<HeldCallResult>;
 }
@@ -34,7 +36,7 @@ export async function handleTool(name: AirlockToolName, input: ToolInput<Airlock
     case 'bash': {
       const args = input as ToolInput<'bash'>;
       const call = { command: args.command, timeoutMs: Math.round((args.timeout ?? 120) * 1000), ...(args.cwd ? { cwd: args.cwd } : {}) };
-      return through(context, 'exec', call, (done) => commandResult(done.result));
+      return through(context, 'exec', call, (done) => commandResult(done.result), context.onOutput);
     }
     case 'read': {
       const args = input as ToolInput<'read'>;
@@ -75,8 +77,14 @@ export async function handleTool(name: AirlockToolName, input: ToolInput<Airlock
   }
 }
 
-async function through(context: ToolCallContext, tool: string, args: Record<string, unknown>, onCompleted: (done: Completed) => CallToolResult): Promise<CallToolResult> {
-  let outcome = await context.calls.submit(tool, args, context.signal);
+async function through(
+  context: ToolCallContext,
+  tool: string,
+  args: Record<string, unknown>,
+  onCompleted: (done: Completed) => CallToolResult,
+  onOutput?: (bytes: Uint8Array) => void,
+): Promise<CallToolResult> {
+  let outcome = await context.calls.submit(tool, args, context.signal, onOutput);
   let note: string | undefined;
   if (outcome.status === 'pending-approval') ({ outcome, note } = await context.settle(outcome, tool, args));
   return present(outcome, note, onCompleted);
@@ -111,6 +119,16 @@ function formatCompleted(done: Completed): CallToolResult {
       return snapshotResult(result);
     case 'fork':
       return forkResult(result);
+    case 'desktop.screenshot':
+      return {
+        content: [{ type: 'image', data: String(result['png']), mimeType: 'image/png' }],
+        structuredContent: { width: Number(result['width']), height: Number(result['height']) },
+      };
+    case 'desktop.act': {
+      const pointer = result['pointer'] as { x: number; y: number } | undefined;
+      const where = pointer ? `; the pointer is at (${pointer.x}, ${pointer.y})` : '';
+      return textResult(`${String(result['action'])} done${where}. Take a screenshot to see the screen now.`, { action: result['action'], ...(pointer ? { pointer } : {}) });
+    }
     default:
       return textResult(JSON.stringify(result, null, 2), result);
   }

@@ -29,6 +29,7 @@ import { ContractAuthorizer } from './policy/contract-authorizer.js';
 import { analyzeCommand } from './policy/shell-analysis.js';
 import { parseContract, parseContractText, DEFAULT_CONTRACT } from './policy/session-contract.js';
 import { buildHttpServer } from './api/http-server.js';
+import { listFromEnvironment, normalizeAllowedOrigin, parseAllowedHost } from './api/origin-guard.js';
 import type { AirlockServices } from './api/airlock-services.js';
 import type { SandboxDriver } from './core/sandbox-driver.js';
 import type { SessionDisks } from './core/session-disks.js';
@@ -61,6 +62,10 @@ export interface ServeOptions {
   idleTickMs?: number;
   /** egress gateway settings; default: the file named by $AIRLOCK_EGRESS_CONFIG, if any */
   egress?: EgressConfig;
+  /** origins whose web pages may call the server besides its own (`--allowed-origin`); $AIRLOCK_ALLOWED_ORIGINS adds more */
+  allowedOrigins?: readonly string[];
+  /** further names of the server for the Host header (`--allowed-host`); $AIRLOCK_ALLOWED_HOSTS adds more */
+  allowedHosts?: readonly string[];
 }
 
 /** A control plane that is listening. */
@@ -82,6 +87,10 @@ export function openImageCatalog(layout: DataDirLayout): LocalImageCatalog {
 
 /** Wires everything and starts listening. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  // Checked before anything starts: a mistyped origin must not leave a server running that refuses its console.
+  const allowedOrigins = [...(options.allowedOrigins ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_ORIGINS'])].map(normalizeAllowedOrigin);
+  const allowedHosts = [...(options.allowedHosts ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_HOSTS'])];
+  allowedHosts.forEach(parseAllowedHost);
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
   const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes });
@@ -152,7 +161,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     contracts: new ContractUpdates({ sessions, parseContract: (input) => parseContract(input), networks: egress.networks }),
     defaultContract: () => DEFAULT_CONTRACT,
   };
-  const http = buildHttpServer(services, { token, version: AIRLOCK_VERSION, logger: options.logger ?? false });
+  const http = buildHttpServer(services, { token, version: AIRLOCK_VERSION, logger: options.logger ?? false, listenHost: options.host, allowedOrigins, allowedHosts });
   await http.listen({ host: options.host, port: options.port });
   const address = http.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;

@@ -13,7 +13,8 @@ import { registerSessionRoutes } from './routes/session-routes.js';
 import { registerToolRoutes } from './routes/tool-routes.js';
 import { registerApprovalRoutes } from './routes/approval-routes.js';
 import { registerImageRoutes } from './routes/image-routes.js';
-import { registerMcpRoutes } from './routes/mcp-routes.js';
+import { isMcpUrl, jsonRpcErrorBody, registerMcpRoutes } from './routes/mcp-routes.js';
+import { OriginGuard } from './origin-guard.js';
 import { registerEgressRoutes } from './routes/egress-routes.js';
 import { registerSnapshotRoutes } from './routes/snapshot-routes.js';
 import { registerMachineRoutes } from './routes/machine-routes.js';
@@ -49,6 +50,12 @@ export interface HttpServerOptions {
   token: string;
   version: string;
   logger?: boolean;
+  /** the address the server listens on; its names are the ones the Host header may carry (default 127.0.0.1) */
+  listenHost?: string;
+  /** origins whose pages may call the server besides its own (`--allowed-origin`) */
+  allowedOrigins?: readonly string[];
+  /** further names of the server for the Host header (`--allowed-host`) */
+  allowedHosts?: readonly string[];
 }
 
 /** Builds the Fastify app (not yet listening). */
@@ -66,6 +73,13 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
     } catch (error) {
       done(error as Error, undefined);
     }
+  });
+  const guard = new OriginGuard({ listenHost: options.listenHost ?? '127.0.0.1', allowedOrigins: options.allowedOrigins ?? [], allowedHosts: options.allowedHosts ?? [] });
+  // First of all hooks, on every route: a request a browser was tricked into sending gets nothing else.
+  app.addHook('onRequest', async (request, reply) => {
+    const address = app.server.address();
+    const refusal = guard.check(request.headers, typeof address === 'object' && address ? address.port : 0);
+    if (refusal) return reply.status(refusal.status).send(isMcpUrl(request.url) ? jsonRpcErrorBody(refusal) : errorBody(refusal));
   });
   app.addHook('onRequest', async (request, reply) => {
     const open = request.url === '/healthz' || request.url === '/openapi.json';
