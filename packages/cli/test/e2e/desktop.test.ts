@@ -222,8 +222,18 @@ describe('computer-use sessions on gVisor (issue 18)', { timeout: 900_000 }, () 
 
     // Authenticated like every route: a wrong token never reaches the display.
     const stranger = new WebSocket(`${installation.url.replace('http', 'ws')}/v1/sessions/${sandbox.id}/desktop/vnc`, { headers: { authorization: 'Bearer wrong' } });
-    const refused = await new Promise<number>((resolve) => stranger.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)).once('open', () => resolve(101)));
-    stranger.terminate();
+    stranger.on('error', () => undefined);
+    const refused = await new Promise<number>((resolve) =>
+      stranger
+        .once('unexpected-response', (request, response) => {
+          resolve(response.statusCode ?? 0);
+          request.destroy();
+        })
+        .once('open', () => {
+          resolve(101);
+          stranger.close();
+        }),
+    );
     assert.equal(refused, 401);
 
     // View-only: the server drops the viewer's pointer events.
