@@ -23,22 +23,23 @@ const PAGE = '<!doctype html><title>bench</title><body style="margin:0;backgroun
 const runscRoot = join(work, 'data', 'runsc', 'runsc');
 /** A bare runsc exec into the session's sandbox: the floor under each desktop command. */
 function floor(sandbox: Sandbox, argv: string[]): void {
-  const sandboxId = (sandbox.info as unknown as { sandbox: { sandboxId: string } | null }).sandbox?.sandboxId;
+  const sandboxId = (sandbox.info as unknown as { sandboxId: string | null }).sandboxId;
   if (!sandboxId) throw new Error('no sandbox');
   execFileSync('runsc', [`--root=${runscRoot}`, 'exec', '--env=DISPLAY=:0', `airlock-${sandboxId}`, ...argv], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
 }
 
-function cgroupMemoryMb(sandbox: Sandbox): number {
-  const sandboxId = (sandbox.info as unknown as { sandbox: { sandboxId: string } | null }).sandbox?.sandboxId;
-  const text = readFileSync(`/sys/fs/cgroup/memory/airlock/${sandboxId}/memory.usage_in_bytes`, 'utf8');
-  return Number(text) / 1048576;
+/** Resident and page-cache memory of the session's sandbox, from its memory cgroup, in MB. */
+function cgroupMemory(sandbox: Sandbox): string {
+  const sandboxId = (sandbox.info as unknown as { sandboxId: string | null }).sandboxId;
+  const stat = readFileSync(`/sys/fs/cgroup/memory/airlock/${sandboxId}/memory.stat`, 'utf8');
+  const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(stat)?.[1] ?? 0) / 1048576;
+  return `rss ${value('total_rss').toFixed(0)} MB, page cache ${value('total_cache').toFixed(0)} MB`;
 }
 
 const rows: Comparison[] = [];
 const notes: string[] = [];
 try {
   const sandbox = await Sandbox.create({ ...connection, image: 'debian-bookworm-desktop', contract: CONTRACT });
-  await sandbox.getInfo();
   await sandbox.files.write('/workspace/bench.html', PAGE);
   await sandbox.commands.run('airlock-browser file:///workspace/bench.html');
   for (let attempt = 0; attempt < 100; attempt++) {
@@ -46,7 +47,8 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   await new Promise((resolve) => setTimeout(resolve, 3000));
-  notes.push(`idle desktop session with Chromium on one page: ${cgroupMemoryMb(sandbox).toFixed(0)} MB (cgroup memory.usage_in_bytes, page cache included)`);
+  await sandbox.getInfo();
+  notes.push(`idle desktop session, Chromium on one page: ${cgroupMemory(sandbox)} (the sandbox's memory cgroup)`);
 
   const shot = { operation: 'screenshot (SDK → PNG)', airlock: [] as number[], floor: [] as number[] };
   const click = { operation: 'action: click (SDK)', airlock: [] as number[], floor: [] as number[] };

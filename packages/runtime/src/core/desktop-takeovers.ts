@@ -6,9 +6,9 @@
  * with the session's thumbnails and linked from the audit
  * (`desktop.takeover-started` / `desktop.takeover-ended`).
  *
- * Takeovers live in the server's memory: a restart of the control plane
- * hands every desktop back (and says so in the audit at the next start is
- * not done; see docs/desktop.md, known limits).
+ * Takeovers live in the server's memory (their frames on disk): a restart
+ * of the control plane hands every desktop back, and the audit then has a
+ * `desktop.takeover-started` without its end (docs/desktop.md, known limits).
  */
 import { EventEmitter } from 'node:events';
 import { AirlockError } from './errors.js';

@@ -98,10 +98,8 @@ export class DesktopTools {
    * `work` runs, like any call: the machine does not sleep under a viewer.
    */
   async withDisplayStream<T>(sessionId: string, work: (stream: Duplex) => Promise<T>): Promise<T> {
-    const session = this.sessions.get(sessionId);
-    return this.onMachine(session, async () => {
-      const handle = this.sessions.get(sessionId).sandbox;
-      if (!handle) throw new AirlockError('INVALID_STATE', `session ${sessionId} has no running machine`);
+    requireMachineMode(this.sessions.get(sessionId));
+    const { result } = await this.sessions.withMachine(sessionId, async (handle) => {
       let stream: Duplex;
       try {
         stream = await this.driver.connect(handle, VNC_PORT);
@@ -117,14 +115,11 @@ export class DesktopTools {
         stream.destroy();
       }
     });
+    return result;
   }
 
   private async onMachine<T>(session: SessionRecord, work: (desktop: DesktopOperations) => Promise<T>): Promise<T> {
-    if (session.mode !== 'machine') {
-      throw new AirlockError('DESKTOP_UNAVAILABLE', `session ${session.id} runs each call in a fresh sandbox, so it has no display that lasts; create a desktop session with --mode machine`, {
-        details: { sessionId: session.id, mode: session.mode },
-      });
-    }
+    requireMachineMode(session);
     return (await this.sessions.withMachine(session.id, (handle) => work(this.operations(handle)))).result;
   }
 
@@ -152,6 +147,15 @@ export class DesktopTools {
     const png = await encodePng(small);
     await this.thumbnails.put(sessionId, name, png);
     return { name, sha256: sha256(png), bytes: png.length, width: small.width, height: small.height };
+  }
+}
+
+/** A desktop lives in a session machine: a per-call session has none that lasts between calls. */
+function requireMachineMode(session: SessionRecord): void {
+  if (session.mode !== 'machine') {
+    throw new AirlockError('DESKTOP_UNAVAILABLE', `session ${session.id} runs each call in a fresh sandbox, so it has no display that lasts; create a desktop session with --mode machine`, {
+      details: { sessionId: session.id, mode: session.mode },
+    });
   }
 }
 

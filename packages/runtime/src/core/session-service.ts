@@ -174,7 +174,7 @@ export class SessionService {
           driver: this.driver.name,
         });
         // After the commit, like on-resume: a failing hook is recorded and never undoes the start.
-        await this.hooks.run(handle, session.id, 'on-start', { AIRLOCK_SESSION_ID: session.id, ...startEnvironment(contract) });
+        if (image.startHooks !== false) await this.hooks.run(handle, session.id, 'on-start', { AIRLOCK_SESSION_ID: session.id, ...startEnvironment(contract) });
         return started;
       } catch (error) {
         const failure = toAirlockError(error, 'DRIVER_FAILED');

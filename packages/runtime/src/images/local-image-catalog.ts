@@ -52,6 +52,8 @@ export const DEFAULT_DEBIAN_IMAGE = 'debian-bookworm';
 export const DEFAULT_DESKTOP_IMAGE = 'debian-bookworm-desktop';
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+/** Where an image keeps its on-start hooks, relative to its rootfs. */
+const START_HOOKS_DIR = 'etc/airlock/hooks/on-start.d';
 const MANIFEST_FILE = 'image.json';
 
 const manifestSchema = z.object({
@@ -249,7 +251,10 @@ export class LocalImageCatalog implements ImageCatalog {
         details: { name, file },
       });
     }
-    return this.toRecord(parsed.data);
+    const record = this.toRecord(parsed.data);
+    // Known here, on the host, so that a session of an image without them is not slowed by looking inside its machine.
+    record.startHooks = await stat(join(record.rootfsDir, START_HOOKS_DIR)).then((info) => info.isDirectory(), () => false);
+    return record;
   }
 
   private toRecord(manifest: ImageManifest): LocalImageRecord {
@@ -279,9 +284,10 @@ function checkName(name: unknown): string {
 }
 
 function notFound(name: string): AirlockError {
+  const build = name === DEFAULT_DESKTOP_IMAGE ? 'Build the desktop image with `airlock images build --desktop`' : 'Build the Debian image with `airlock images build`';
   return new AirlockError(
     'IMAGE_NOT_FOUND',
-    `Image "${name}" not found. Build the Debian image with \`airlock images build\` or import one with \`airlock images import ${name} FILE\`.`,
+    `Image "${name}" not found. ${build} or import one with \`airlock images import ${name} FILE\`.`,
     { details: { name } },
   );
 }
