@@ -58,7 +58,7 @@ try {
     shot.airlock.push(await timed(() => sandbox.desktop.screenshot()));
     shot.floor.push(await timed(() => floor(sandbox, ['xwd', '-root', '-silent'])));
     click.airlock.push(await timed(() => sandbox.desktop.click(600, 400)));
-    click.floor.push(await timed(() => floor(sandbox, ['xdotool', 'mousemove', '--sync', '600', '400', 'click', '1'])));
+    click.floor.push(await timed(() => floor(sandbox, ['xdotool', 'mousemove', '600', '400', 'click', '1'])));
     type.airlock.push(await timed(() => sandbox.desktop.type('hello')));
     type.floor.push(await timed(() => floor(sandbox, ['xdotool', 'type', '--delay', '12', '--', 'hello'])));
   }

@@ -63,7 +63,7 @@ export class DesktopOperations {
         const count = action.action === 'double_click' ? 2 : action.action === 'click' ? action.count : 1;
         const held = action.modifiers === undefined ? [] : [action.modifiers];
         argv = [
-          'mousemove', '--sync', String(action.x), String(action.y),
+          'mousemove', String(action.x), String(action.y),
           ...(held.length > 0 ? ['keydown', ...held] : []),
           'click', '--repeat', String(count), '--delay', '80', button,
           ...(held.length > 0 ? ['keyup', ...held] : []),
@@ -72,17 +72,17 @@ export class DesktopOperations {
         break;
       }
       case 'move':
-        argv = ['mousemove', '--sync', String(action.x), String(action.y), ...where];
+        argv = ['mousemove', String(action.x), String(action.y), ...where];
         break;
       case 'drag': {
         // A move half-way lets programs that watch for motion (most drag-and-drop) see a drag, not a jump.
         const middle = [String(Math.round((action.x + action.toX) / 2)), String(Math.round((action.y + action.toY) / 2))];
-        argv = ['mousemove', '--sync', String(action.x), String(action.y), 'mousedown', '1', 'mousemove', '--sync', ...middle, 'mousemove', '--sync', String(action.toX), String(action.toY), 'mouseup', '1', ...where];
+        argv = ['mousemove', String(action.x), String(action.y), 'mousedown', '1', 'mousemove', ...middle, 'mousemove', String(action.toX), String(action.toY), 'mouseup', '1', ...where];
         break;
       }
       case 'scroll': {
         const wheel = (notches: number, negative: string, positive: string) => (notches === 0 ? [] : ['click', '--repeat', String(Math.abs(notches)), '--delay', '20', notches < 0 ? negative : positive]);
-        argv = ['mousemove', '--sync', String(action.x), String(action.y), ...wheel(action.dy, '4', '5'), ...wheel(action.dx, '6', '7'), ...where];
+        argv = ['mousemove', String(action.x), String(action.y), ...wheel(action.dy, '4', '5'), ...wheel(action.dx, '6', '7'), ...where];
         break;
       }
       case 'type':

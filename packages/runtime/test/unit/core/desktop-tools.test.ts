@@ -43,7 +43,7 @@ describe('desktop tools in the pipeline (fake driver)', () => {
     assert.deepEqual(seen?.desktop, { action: 'click', x: 10, y: 20, toX: 0, toY: 0, text: '', windowTitle: 'Start - Chromium' });
     const ran = actions();
     assert.equal(ran.length, 1);
-    assert.deepEqual(ran[0]?.argv.slice(1, 5), ['mousemove', '--sync', '10', '20']);
+    assert.deepEqual(ran[0]?.argv.slice(1, 4), ['mousemove', '10', '20']);
     assert.ok(ran[0]?.argv.includes('click'));
     assert.deepEqual(outcome.status === 'completed' && outcome.result['pointer'], { x: 10, y: 20 });
 
