@@ -14,6 +14,7 @@ import { desktopSize } from '../../core/desktop-size.js';
 import { parseBody } from '../parse-body.js';
 import { RfbInputFilter } from '../rfb-input-filter.js';
 import { sendOutcome } from './tool-routes.js';
+import { approverName, identityOf } from '../authentication.js';
 
 const takeoverBody = z.strictObject({ by: z.string().min(1).max(200).optional() });
 const WAIT_FIELD = 'approvalWaitSeconds';
@@ -70,7 +71,8 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/desktop/takeover', async (request, reply) => {
     const session = services.sessions.get(request.params.id);
     const { by } = parseBody(takeoverBody, request.body ?? {});
-    const takeover = services.desktop.takeovers.begin(session.id, by ?? 'api');
+    // A console login is recorded as its person, whatever the body says (as approvals are).
+    const takeover = services.desktop.takeovers.begin(session.id, approverName(identityOf(request), by));
     return reply.status(201).send(summary(takeover));
   });
 
