@@ -222,7 +222,7 @@ export class LocalImageCatalog implements ImageCatalog {
       await writeJsonAtomic(join(staging.path, MANIFEST_FILE), manifest);
       await staging.install(this.imageDir(name), { replace, name });
       onProgress({ phase: 'done', message: `Image ${name} is ready (${manifest.digest})`, fraction: 1 });
-      return this.toRecord(manifest);
+      return await this.withStartHooks(this.toRecord(manifest));
     } catch (error) {
       await staging?.discard().catch(() => undefined);
       throw toImageError(error, this.root);
@@ -251,9 +251,15 @@ export class LocalImageCatalog implements ImageCatalog {
         details: { name, file },
       });
     }
-    const record = this.toRecord(parsed.data);
-    // Known here, on the host, so that a session of an image without them is not slowed by looking inside its machine.
-    record.startHooks = await stat(join(record.rootfsDir, START_HOOKS_DIR)).then((info) => info.isDirectory(), () => false);
+    return this.withStartHooks(this.toRecord(parsed.data));
+  }
+
+  /** Records whether the image has on-start hooks: known here, on the host, so that sessions of images without any do not look inside their machine. */
+  private async withStartHooks(record: LocalImageRecord): Promise<LocalImageRecord> {
+    record.startHooks = await stat(join(record.rootfsDir, START_HOOKS_DIR)).then(
+      (info) => info.isDirectory(),
+      () => false,
+    );
     return record;
   }
 
