@@ -14,6 +14,8 @@ export type RfbInput = { kind: 'pointer'; x: number; y: number; buttons: number 
 export class RfbInputFilter {
   private buffered: Buffer = Buffer.alloc(0);
   private phase: 'version' | 'security' | 'init' | 'messages' = 'version';
+  /** the bytes to forward instead of the message just read, when it was rewritten */
+  private forwardAs: Buffer | undefined;
 
   constructor(
     /** asked for every input message: true lets it through */
@@ -31,7 +33,8 @@ export class RfbInputFilter {
       if (length === undefined || this.buffered.length < length) break;
       const message = this.buffered.subarray(0, length);
       this.buffered = this.buffered.subarray(length);
-      if (this.keep(message)) forward.push(message);
+      this.forwardAs = undefined;
+      if (this.keep(message)) forward.push(this.forwardAs ?? message);
     }
     return Buffer.concat(forward);
   }
@@ -54,14 +57,28 @@ export class RfbInputFilter {
         return 8;
       case 5: // PointerEvent
         return 6;
-      case 6: // ClientCutText
-        return bytes.length < 8 ? undefined : 8 + bytes.readUInt32BE(4);
+      case 6: // ClientCutText; a negative length announces an extended clipboard message of that many bytes
+        return bytes.length < 8 ? undefined : 8 + Math.abs(bytes.readInt32BE(4));
+      case 150: // EnableContinuousUpdates
+        return 10;
+      case 248: // ClientFence
+        return bytes.length < 9 ? undefined : 9 + (bytes[8] as number);
+      case 250: // xvp (shut down or reboot the machine)
+        return 4;
+      case 251: // SetDesktopSize
+        return bytes.length < 7 ? undefined : 8 + 16 * (bytes[6] as number);
+      case 255: // QEMU extended key event
+        return 12;
       default:
         throw new AirlockError('INVALID_REQUEST', `the VNC viewer sent message type ${bytes[0]}, which the live view does not pass on; use a viewer that speaks plain RFB 3.8 (noVNC does)`);
     }
   }
 
   private keep(message: Buffer): boolean {
+    if (this.phase === 'messages' && message[0] === 2) {
+      this.forwardAs = withoutExtendedMouseButtons(message);
+      return true;
+    }
     switch (this.phase) {
       case 'version': {
         const version = message.toString('latin1');
@@ -79,11 +96,36 @@ export class RfbInputFilter {
       case 'messages':
         break;
     }
-    const type = message[0];
-    if (type !== 4 && type !== 5 && type !== 6) return true;
+    const type = message[0] as number;
+    if (!INPUT_TYPES.has(type)) return true;
     if (!this.inputAllowed()) return false;
     if (type === 4) this.onInput({ kind: 'key', down: message[1] !== 0, keysym: message.readUInt32BE(4) });
+    if (type === 255) this.onInput({ kind: 'key', down: message.readUInt16BE(2) !== 0, keysym: message.readUInt32BE(4) });
     if (type === 5) this.onInput({ kind: 'pointer', buttons: message[1] as number, x: message.readUInt16BE(2), y: message.readUInt16BE(4) });
     return true;
   }
+}
+
+/** What a viewer sends to move or press anything: keys, pointer, clipboard, the screen's size, power. */
+const INPUT_TYPES = new Set([4, 5, 6, 250, 251, 255]);
+
+/**
+ * Extended mouse buttons (pseudo-encoding -316) make pointer events one byte
+ * longer once the server accepts them, which this filter, reading only the
+ * viewer's side, could not frame: the viewer is never told the server has it.
+ */
+const EXTENDED_MOUSE_BUTTONS = -316;
+
+/** SetEncodings without the encodings that would change how the viewer frames its messages. */
+function withoutExtendedMouseButtons(message: Buffer): Buffer {
+  const kept: number[] = [];
+  for (let offset = 4; offset + 4 <= message.length; offset += 4) {
+    const encoding = message.readInt32BE(offset);
+    if (encoding !== EXTENDED_MOUSE_BUTTONS) kept.push(encoding);
+  }
+  const rewritten = Buffer.alloc(4 + 4 * kept.length);
+  rewritten[0] = 2;
+  rewritten.writeUInt16BE(kept.length, 2);
+  kept.forEach((encoding, index) => rewritten.writeInt32BE(encoding, 4 + 4 * index));
+  return rewritten;
 }

@@ -42,8 +42,25 @@ describe('the live view input filter', () => {
     assert.equal(filter.push(pointer(1, 1, 0)).length, 0, 'the takeover ended: input stops at once');
   });
 
+  it("frames noVNC's other messages: extended clipboard (negative length), fences, continuous updates; drops power and resize when view-only", () => {
+    const clipboard = Buffer.alloc(12);
+    clipboard[0] = 6;
+    clipboard.writeInt32BE(-4, 4);
+    const fence = Buffer.from([248, 0, 0, 0, 0, 0, 0, 1, 2, 0xaa, 0xbb]);
+    const continuous = Buffer.from([150, 1, 0, 0, 0, 0, 5, 0, 3, 32]);
+    const power = Buffer.from([250, 0, 1, 2]);
+    const filter = new RfbInputFilter(() => false);
+    assert.ok(filter.push(Buffer.concat([HANDSHAKE, clipboard, fence, continuous, power, updateRequest])).equals(Buffer.concat([HANDSHAKE, fence, continuous, updateRequest])));
+  });
+
+  it('takes extended mouse buttons out of the encodings, so pointer events keep their size', () => {
+    const offered = Buffer.from([2, 0, 0, 3, 0, 0, 0, 0, 0xff, 0xff, 0xfe, 0xc4, 0, 0, 0, 7]);
+    const forwarded = new RfbInputFilter(() => true).push(Buffer.concat([HANDSHAKE, offered]));
+    assert.ok(forwarded.subarray(HANDSHAKE.length).equals(Buffer.from([2, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7])));
+  });
+
   it('ends the stream on what it cannot frame or does not offer', () => {
-    assert.throws(() => new RfbInputFilter(() => true).push(Buffer.concat([HANDSHAKE, Buffer.from([150, 0, 0, 0])])), { code: 'INVALID_REQUEST' });
+    assert.throws(() => new RfbInputFilter(() => true).push(Buffer.concat([HANDSHAKE, Buffer.from([149, 0, 0, 0])])), { code: 'INVALID_REQUEST' });
     assert.throws(() => new RfbInputFilter(() => true).push(Buffer.from('RFB 003.003\n', 'latin1')), /3\.7 and 3\.8/);
     assert.throws(() => new RfbInputFilter(() => true).push(Buffer.concat([Buffer.from('RFB 003.008\n', 'latin1'), Buffer.from([2])])), /only "None"/);
   });
