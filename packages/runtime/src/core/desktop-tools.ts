@@ -28,12 +28,20 @@ export interface DesktopObservation {
 
 /** Runs the desktop tools of sessions. */
 export class DesktopTools {
+  /** open live-view streams per session, closed when a lifecycle operation needs the machine to itself */
+  private readonly liveViews = new Map<string, Set<Duplex>>();
+
   constructor(
     private readonly sessions: SessionService,
     private readonly driver: SandboxDriver,
     private readonly thumbnails: ThumbnailStore,
     readonly takeovers: DesktopTakeovers,
-  ) {}
+  ) {
+    // A viewer would otherwise hold a suspend, snapshot or terminate off for as long as it watches.
+    sessions.locks.whenExclusiveWaits((sessionId) => {
+      for (const stream of this.liveViews.get(sessionId) ?? []) stream.destroy();
+    });
+  }
 
   /** INVALID_ARGUMENTS when a point of the action lies outside the session's screen. */
   checkOnScreen(session: SessionRecord, action: DesktopAction): void {
@@ -95,7 +103,8 @@ export class DesktopTools {
   /**
    * Runs `work` with a byte stream to the display's VNC server (the live
    * view), waking the machine first. Holds the session's shared lock while
-   * `work` runs, like any call: the machine does not sleep under a viewer.
+   * `work` runs, like any call: the machine does not sleep under a viewer;
+   * a suspend, snapshot or terminate closes the stream instead of waiting.
    */
   async withDisplayStream<T>(sessionId: string, work: (stream: Duplex) => Promise<T>): Promise<T> {
     requireMachineMode(this.sessions.get(sessionId));
@@ -109,10 +118,14 @@ export class DesktopTools {
         }
         throw error;
       }
+      const open = this.liveViews.get(sessionId) ?? new Set<Duplex>();
+      this.liveViews.set(sessionId, open.add(stream));
       try {
         return await work(stream);
       } finally {
         stream.destroy();
+        open.delete(stream);
+        if (open.size === 0) this.liveViews.delete(sessionId);
       }
     });
     return result;

@@ -130,7 +130,8 @@ async function relayLiveView(services: AirlockServices, socket: WebSocket, sessi
       });
       await Promise.race([closed, ended]);
     });
-    socket.close(1000, 'the display closed');
+    // The stream ends when the machine goes away (suspend, snapshot, terminate) or x11vnc closes it.
+    if (socket.readyState === socket.OPEN) socket.close(1000, 'the machine was suspended or stopped; reconnect to watch again');
   } catch (error) {
     const failure = toAirlockError(error);
     // 4000 + the HTTP status: a viewer can tell "no desktop" (4409) from "no session" (4404).

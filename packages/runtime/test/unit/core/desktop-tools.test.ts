@@ -7,6 +7,7 @@
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { decodePng } from '../../../src/core/screen-image.js';
 import type { SessionRecord } from '../../../src/core/session.js';
@@ -123,6 +124,27 @@ describe('desktop tools in the pipeline (fake driver)', () => {
     assert.ok(fx.thumbnails.files.has(`${session.id}/${ended.frames[0]?.name}`));
     assert.equal(auditOf('desktop.takeover-ended')[0]?.data['recording'], `/v1/sessions/${session.id}/desktop/takeovers/${takeover.id}`);
     assert.throws(() => fx.desktop.takeovers.get(session.id, 'tko_none'), { code: 'NOT_FOUND' });
+  });
+
+  it('closes a live view when a suspend needs the machine, instead of waiting for the viewer to leave', async () => {
+    const stream = new PassThrough();
+    fx.driver.connectHandler = (_sandboxId, port) => {
+      assert.equal(port, 5900);
+      return stream;
+    };
+    let viewing!: Promise<void>;
+    const watched = new Promise<void>((resolve) => {
+      viewing = fx.desktop.withDisplayStream(session.id, async (display) => {
+        resolve();
+        await new Promise((closed) => display.once('close', closed));
+      });
+    });
+    await watched;
+    assert.equal(fx.sessions.locks.inFlight(session.id), 1, 'the viewer holds the shared lock');
+    const suspended = await fx.sessions.suspend(session.id);
+    assert.equal(suspended.state, 'suspended');
+    assert.equal(stream.destroyed, true);
+    await viewing;
   });
 
   it('answers a screenshot with the screen as PNG', async () => {
