@@ -123,7 +123,7 @@ export function SessionPage({ sessionId, live }: { sessionId: string; live: Live
         </div>
         <div class="panel wide">
           <h2>Desktop</h2>
-          <DesktopPanel sessionId={session.id} desktopImage={session.image.name.includes('desktop')} />
+          <DesktopPanel sessionId={session.id} />
         </div>
         <div class="panel wide">
           <h2>Terminal</h2>

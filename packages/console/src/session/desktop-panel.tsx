@@ -22,6 +22,8 @@ interface TakeoverInfo {
 
 /** What GET /v1/sessions/ID/desktop answers. */
 interface DesktopInfo {
+  /** the session has a display (a desktop image on a session machine) */
+  available: boolean;
   width: number;
   height: number;
   takeover: TakeoverInfo | null;
@@ -34,9 +36,8 @@ export function liveViewUrl(sessionId: string, takeoverId?: string): string {
   return `${scheme}//${location.host}${sessionPath(sessionId, '/desktop/vnc')}${query}`;
 }
 
-/** The desktop's place on a session's page; it connects at once for desktop images, on request for others. */
-export function DesktopPanel({ sessionId, desktopImage }: { sessionId: string; desktopImage: boolean }) {
-  const [watching, setWatching] = useState(desktopImage);
+/** The desktop's place on a session's page: the live view of a session that has a display, a note otherwise. */
+export function DesktopPanel({ sessionId }: { sessionId: string }) {
   const [info, setInfo] = useState<DesktopInfo | null>(null);
   const [mine, setMine] = useState<TakeoverInfo | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -51,7 +52,6 @@ export function DesktopPanel({ sessionId, desktopImage }: { sessionId: string; d
     try {
       const takeover = await api<TakeoverInfo>('POST', sessionPath(sessionId, '/desktop/takeover'), {});
       setMine(takeover);
-      setWatching(true);
       await refresh();
     } catch (failure) {
       setError(describe(failure));
@@ -68,6 +68,13 @@ export function DesktopPanel({ sessionId, desktopImage }: { sessionId: string; d
   };
 
   const other = info?.takeover && info.takeover.id !== mine?.id ? info.takeover : null;
+  if (info && !info.available) {
+    return (
+      <p class="muted small" data-testid="desktop">
+        This session has no display. Desktop sessions start from an image built with <code>airlock images build --desktop</code>.
+      </p>
+    );
+  }
   return (
     <div class="desktop-panel" data-testid="desktop">
       <p class="muted small">
@@ -76,23 +83,18 @@ export function DesktopPanel({ sessionId, desktopImage }: { sessionId: string; d
         {other ? ` Taken over by ${other.by} since ${new Date(other.startedAt).toLocaleTimeString()}.` : ''}
       </p>
       <div class="desktop-actions">
-        {!watching && (
-          <button type="button" onClick={() => setWatching(true)}>
-            Watch the desktop
-          </button>
-        )}
         {mine ? (
           <button type="button" class="primary" data-testid="desktop-hand-back" onClick={() => void handBack()}>
             Hand back to the agent
           </button>
         ) : (
-          <button type="button" data-testid="desktop-take-over" disabled={other !== null} onClick={() => void takeOver()}>
+          <button type="button" data-testid="desktop-take-over" disabled={other !== null || info === null} onClick={() => void takeOver()}>
             Take over
           </button>
         )}
       </div>
       {error && <p class="error small">{error}</p>}
-      {watching && <LiveView key={mine?.id ?? 'view-only'} sessionId={sessionId} takeoverId={mine?.id} onEnded={(why) => setError(why)} />}
+      {info && <LiveView key={mine?.id ?? 'view-only'} sessionId={sessionId} takeoverId={mine?.id} onEnded={(why) => setError(why)} />}
     </div>
   );
 }

@@ -123,7 +123,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/sessions/{id}/desktop': {
         parameters: [idParam],
-        get: op('the display: width, height, the takeover in progress (or null) and the path of the live view'),
+        get: op('the display: whether the session has one (available), width, height, the takeover in progress (or null) and the path of the live view'),
       },
       '/v1/sessions/{id}/desktop/screenshot': {
         parameters: [idParam],

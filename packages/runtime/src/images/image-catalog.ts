@@ -15,6 +15,8 @@ export interface ImageRecord {
   createdAt: string;
   /** default environment and working directory declared by the image (OCI config), if any */
   env: Record<string, string>;
+  /** whether the image has a display (built with `airlock images build --desktop`) */
+  desktop?: boolean;
   /** whether the image has on-start hooks (`/etc/airlock/hooks/on-start.d`); absent: unknown, so they are looked for */
   startHooks?: boolean;
 }

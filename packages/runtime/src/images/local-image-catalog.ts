@@ -273,6 +273,7 @@ export class LocalImageCatalog implements ImageCatalog {
       createdAt: manifest.createdAt,
       env: manifest.env,
       provenance: manifest.provenance,
+      desktop: manifest.provenance['desktop'] === true,
     };
     if (manifest.workingDir !== undefined) record.workingDir = manifest.workingDir;
     return record;

@@ -1247,7 +1247,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** the display: width, height, the takeover in progress (or null) and the path of the live view */
+        /** the display: whether the session has one (available), width, height, the takeover in progress (or null) and the path of the live view */
         get: {
             parameters: {
                 query?: never;

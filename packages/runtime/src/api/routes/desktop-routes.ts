@@ -49,8 +49,11 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/desktop', async (request) => {
     const session = services.sessions.get(request.params.id);
     const takeover = services.desktop.takeovers.current(session.id);
+    const image = await services.images.get(session.imageName).catch(() => undefined);
     return {
       sessionId: session.id,
+      // a display that lasts: a desktop image, on a session machine
+      available: image?.desktop === true && session.mode === 'machine',
       ...desktopSize(session),
       takeover: takeover ? summary(takeover) : null,
       liveView: `/v1/sessions/${encodeURIComponent(session.id)}/desktop/vnc`,
