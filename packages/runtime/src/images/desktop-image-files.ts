@@ -59,14 +59,17 @@ echo "display $DISPLAY started at \${W}x\${H}"
 /**
  * Opens URLs in Chromium on the display, started once; later calls open
  * tabs in the running browser. Chromium's own sandbox needs namespaces and a
- * setuid helper that gVisor does not give; the gVisor sandbox is the boundary.
+ * setuid helper that gVisor does not give; the gVisor sandbox is the boundary
+ * (`--test-type` keeps Chromium from covering the page with a warning about it).
  */
 const BROWSER_SCRIPT = `#!/bin/sh
 export DISPLAY=\${DISPLAY:-${DESKTOP_DISPLAY}}
 mkdir -p ${DESKTOP_LOG_DIR}
-setsid chromium --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --no-default-browser-check \\
+# The window fills the screen: openbox does not maximize it on its own.
+size=$(xdotool getdisplaygeometry 2>/dev/null | tr ' ' ',')
+setsid chromium --no-sandbox --test-type --disable-gpu --disable-dev-shm-usage --no-first-run --no-default-browser-check \\
   --disable-features=Translate,MediaRouter,OptimizationHints --disable-background-networking --password-store=basic \\
-  --disable-component-update --user-data-dir=/root/.config/chromium --window-position=0,0 --start-maximized "$@" \\
+  --disable-component-update --user-data-dir=/root/.config/chromium --window-position=0,0 --window-size=\${size:-1280,800} "$@" \\
   >>${DESKTOP_LOG_DIR}/chromium.log 2>&1 </dev/null &
 `;
 
