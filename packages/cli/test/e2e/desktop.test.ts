@@ -235,6 +235,9 @@ describe('computer-use sessions on gVisor (issue 18)', { timeout: 900_000 }, () 
         }),
     );
     assert.equal(refused, 401);
+    const plain = await fetch(`${installation.url}/v1/sessions/${sandbox.id}/desktop/vnc`, { headers: { authorization: `Bearer ${installation.token}` } });
+    assert.equal(plain.status, 400, 'a GET without the upgrade is told it is a WebSocket');
+    assert.equal(((await plain.json()) as { error: { code: string } }).error.code, 'INVALID_REQUEST');
 
     // View-only: the server drops the viewer's pointer events.
     const watcher = await openLiveView(installation, sandbox.id);

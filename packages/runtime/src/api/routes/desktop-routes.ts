@@ -94,8 +94,19 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
     };
   });
 
-  app.get<{ Params: { id: string }; Querystring: { takeover?: string } }>('/v1/sessions/:id/desktop/vnc', { websocket: true }, (socket, request) => {
-    void relayLiveView(services, socket, request.params.id, request.query.takeover);
+  app.route<{ Params: { id: string }; Querystring: { takeover?: string } }>({
+    method: 'GET',
+    url: '/v1/sessions/:id/desktop/vnc',
+    // A plain GET (no upgrade) is told what the route is, instead of an empty 404.
+    handler: async (request) => {
+      services.sessions.get(request.params.id);
+      throw new AirlockError('INVALID_REQUEST', 'the live view is a WebSocket carrying VNC (RFB 3.8): connect with a WebSocket client such as noVNC, with the same authentication', {
+        details: { field: 'upgrade' },
+      });
+    },
+    wsHandler: (socket, request) => {
+      void relayLiveView(services, socket, request.params.id, request.query.takeover);
+    },
   });
 }
 
