@@ -30,6 +30,8 @@ export interface DesktopObservation {
 export class DesktopTools {
   /** open live-view streams per session, closed when a lifecycle operation needs the machine to itself */
   private readonly liveViews = new Map<string, Set<Duplex>>();
+  /** screens observed for screenshot calls awaiting their decision, by call id */
+  private readonly observedScreens = new Map<string, ScreenPixels>();
 
   constructor(
     private readonly sessions: SessionService,
@@ -55,19 +57,36 @@ export class DesktopTools {
     }
   }
 
-  /** The focused window's title and, for actions, a kept thumbnail of the screen now. */
-  async observe(session: SessionRecord, callId: string, withThumbnail: boolean): Promise<DesktopObservation> {
+  /**
+   * The focused window's title and the screen now, read at once (two commands
+   * in parallel). An action keeps the screen as its thumbnail; a screenshot
+   * keeps it for `screenshot` to return if the call is allowed (the pixels
+   * leave the server only then; a refused call's are dropped with `forget`).
+   */
+  async observe(session: SessionRecord, callId: string, purpose: 'action' | 'screenshot'): Promise<DesktopObservation> {
     return this.onMachine(session, async (desktop) => {
-      const [windowTitle, screen] = await Promise.all([desktop.focusedWindowTitle(), withThumbnail ? desktop.capture() : Promise.resolve(undefined)]);
-      const thumbnail = screen === undefined ? null : await this.keepThumbnail(session.id, callId, screen);
-      return { windowTitle, thumbnail };
+      const [windowTitle, screen] = await Promise.all([desktop.focusedWindowTitle(), desktop.capture()]);
+      if (purpose === 'screenshot') {
+        this.rememberScreen(callId, screen);
+        return { windowTitle, thumbnail: null };
+      }
+      return { windowTitle, thumbnail: await this.keepThumbnail(session.id, callId, screen) };
     });
   }
 
-  /** The whole screen as PNG; its thumbnail is kept for the audit under the call id. */
+  /** Drops what `observe` kept for a call that will not run (refused, or held for a human). */
+  forget(callId: string): void {
+    this.observedScreens.delete(callId);
+  }
+
+  /** The whole screen as PNG (as observed for this call's decision, else taken now); its thumbnail is kept for the audit. */
   async screenshot(session: SessionRecord, callId: string): Promise<{ result: Record<string, unknown>; resumeMs: number }> {
     const started = Date.now();
-    const { result: screen, resumeMs } = await this.sessions.withMachine(session.id, (handle) => this.operations(handle).capture());
+    const observed = this.observedScreens.get(callId);
+    this.observedScreens.delete(callId);
+    const { result: screen, resumeMs } = observed
+      ? { result: observed, resumeMs: 0 }
+      : await this.sessions.withMachine(session.id, (handle) => this.operations(handle).capture());
     const png = await encodePng(screen);
     const thumbnail = await this.keepThumbnail(session.id, callId, screen);
     return {
@@ -155,6 +174,15 @@ export class DesktopTools {
     return new DesktopOperations(run);
   }
 
+  private rememberScreen(callId: string, screen: ScreenPixels): void {
+    this.observedScreens.set(callId, screen);
+    // Bounded: a screen kept for a call that never came to run must not stay.
+    for (const stale of this.observedScreens.keys()) {
+      if (this.observedScreens.size <= MAX_OBSERVED_SCREENS) break;
+      this.observedScreens.delete(stale);
+    }
+  }
+
   private async keepThumbnail(sessionId: string, name: string, screen: ScreenPixels): Promise<ThumbnailReference> {
     const small = shrink(screen, THUMBNAIL_MAX_SIDE, THUMBNAIL_MAX_SIDE);
     const png = await encodePng(small);
@@ -162,6 +190,9 @@ export class DesktopTools {
     return { name, sha256: sha256(png), bytes: png.length, width: small.width, height: small.height };
   }
 }
+
+/** Screens kept between a screenshot's decision and its execution (calls in flight at once, across sessions). */
+const MAX_OBSERVED_SCREENS = 16;
 
 /** A desktop lives in a session machine: a per-call session has none that lasts between calls. */
 function requireMachineMode(session: SessionRecord): void {

@@ -127,6 +127,8 @@ export class ToolPipeline {
       ...(thumbnail ? { thumbnail } : {}),
     });
 
+    // A screen observed for the decision is returned only by an allowed call that runs now; an approved one looks again.
+    if (decision.decision !== 'allow' && decision.enforced) this.deps.desktop.forget(call.id);
     if (decision.enforced && decision.decision === 'deny') {
       this.recordFailure(session.id, call, true);
       const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
@@ -211,7 +213,7 @@ export class ToolPipeline {
     if (tool === 'fork') return { context: { ...base, branches: (args as ToolArguments<'fork'>).count } };
     if (isDesktopTool(tool)) {
       // An action keeps a thumbnail of the screen it is about to change; a screenshot's result is the screen itself.
-      const observed = await this.deps.desktop.observe(fresh, call.id, tool === 'desktop.act');
+      const observed = await this.deps.desktop.observe(fresh, call.id, tool === 'desktop.act' ? 'action' : 'screenshot');
       call.observed = { windowTitle: observed.windowTitle };
       const desktop = tool === 'desktop.act' ? desktopContext(args as DesktopAction, observed.windowTitle) : { ...NO_DESKTOP_CONTEXT, action: 'screenshot', windowTitle: observed.windowTitle };
       return { context: { ...base, desktop }, ...(observed.thumbnail ? { thumbnail: { ...observed.thumbnail } } : {}) };

@@ -155,9 +155,23 @@ describe('desktop tools in the pipeline (fake driver)', () => {
     assert.deepEqual([pixels.width, pixels.height], [64, 40]);
     assert.deepEqual([...pixels.rgb.subarray(63 * 3, 64 * 3)], [0, 0, 255]);
     assert.equal(fx.authorizer.seen.at(-1)?.desktop.action, 'screenshot');
+    assert.equal(fx.driver.execs.filter((exec) => exec.argv[0] === '/usr/bin/xwd').length, 1, 'the screen read for the decision is the one returned');
     const completed = auditOf('tool-call.completed').at(-1);
     assert.equal(completed?.data['png'], undefined, 'the audit keeps the digest, not the image');
     assert.equal(completed?.data['sha256'], result['sha256']);
+  });
+
+  it('refuses a screenshot the policy denies, and a held one looks at the screen again once approved', async () => {
+    fx.authorizer.decide = () => 'deny';
+    assert.equal((await fx.pipeline.submit(session.id, 'desktop.screenshot', {})).status, 'refused');
+    fx.authorizer.decide = () => 'ask';
+    const held = await fx.pipeline.submit(session.id, 'desktop.screenshot', {});
+    assert.equal(held.status, 'pending-approval');
+    const approvalId = held.status === 'pending-approval' ? held.approvalId : '';
+    fx.approvals.decide(approvalId, 'approve', 'tester', null);
+    const done = await fx.approvals.waitForOutcome(approvalId, 5_000);
+    assert.equal(done.status, 'completed');
+    assert.equal(fx.driver.execs.filter((exec) => exec.argv[0] === '/usr/bin/xwd').length, 3, 'denied, held, and again when released');
   });
 
   it('says how to get a desktop when the image has none', async () => {
