@@ -21,7 +21,13 @@ if [ "$need_apt" -eq 1 ]; then
     fi
   fi
   if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    echo 'deb http://deb.debian.org/debian bookworm-backports main' | as_root tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
+    # The mirror this machine's apt already uses (a one-line sources.list); Airlock names none of its own.
+    mirror=$(sed -n -E 's/^deb +(\[[^]]*\] +)?([^ ]+) +bookworm +.*/\2/p' /etc/apt/sources.list 2>/dev/null | head -n1)
+    if [ -z "$mirror" ]; then
+      echo "setup: no Debian mirror found in /etc/apt sources; add bookworm-backports to apt's sources yourself, then rerun" >&2
+      exit 1
+    fi
+    echo "deb $mirror bookworm-backports main" | as_root tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
   fi
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null

@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { AirlockError } from '../core/errors.js';
 import { DEBIAN_BOOKWORM, DEBIAN_BOOKWORM_DESKTOP, DebianImageBuilder } from './debian-image-builder.js';
 import { DESKTOP_IMAGE_ENV } from './desktop-image-files.js';
-import { detectDebianMirror } from './debian-mirror.js';
+import { requireDebianMirror } from './debian-mirror.js';
 import type { ImageCatalog, ImageProgress, ImageRecord } from './image-catalog.js';
 import { digestRootfs } from './image-digest.js';
 import { errnoCode, toImageError } from './image-errors.js';
@@ -30,7 +30,7 @@ export interface LocalImageCatalogOptions {
   root: string;
   /** where the Debian build cache lives, e.g. `/var/cache/airlock` (shared by data dirs) */
   cacheDir: string;
-  /** Debian mirror for debootstrap; default: the one apt uses on this machine, else deb.debian.org */
+  /** Debian mirror for debootstrap; default: $AIRLOCK_DEBIAN_MIRROR, else the one apt uses on this machine */
   mirror?: string;
   /** debootstrap executable; default: found on PATH or in the sbin directories */
   debootstrapPath?: string;
@@ -117,7 +117,7 @@ export class LocalImageCatalog implements ImageCatalog {
     }
     const onProgress = options.onProgress ?? (() => undefined);
     return this.stage(name, force, onProgress, async (rootfs) => {
-      const mirror = this.options.mirror ?? (await detectDebianMirror());
+      const mirror = this.options.mirror ?? (await requireDebianMirror());
       const builder = new DebianImageBuilder({
         cacheDir: this.options.cacheDir,
         mirror,
