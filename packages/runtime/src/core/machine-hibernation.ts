@@ -122,7 +122,8 @@ export class MachineHibernation {
     const started = Date.now();
     await this.deps.artifacts.verify(snapshot.id, snapshot.checksum);
     const image = await this.deps.images.get(session.imageName);
-    await this.deps.disks.ensureMounted(session.id);
+    // Fails early (before anything is marked) when the disk is gone; a VM's disk is left unmounted on the host.
+    await this.sessions.diskVolume(this.deps.driver, session.id);
     session.generation += 1;
     this.sessions.mark(session, 'resume');
     const spec = await this.sessions.specFor(session, image);

@@ -93,7 +93,7 @@ export async function reconcileSessions(deps: {
   for (const sandbox of listings) {
     if (owned.has(sandbox.sandboxId)) continue;
     await attempt(`sandbox:${sandbox.sandboxId}`, async () => {
-      await driver.destroy({ sandboxId: sandbox.sandboxId, sessionId: sandbox.sessionId ?? sessionIdOf(sandbox.sandboxId), driverData: {} });
+      await driver.destroy({ sandboxId: sandbox.sandboxId, sessionId: sandbox.sessionId ?? '', driverData: {} });
       report.orphansRemoved.push(sandbox.sandboxId);
     });
   }
@@ -209,12 +209,13 @@ export async function reconcileSessions(deps: {
       return;
     }
     if (session.mode === 'per-call' && session.state === 'running') {
-      await disks.ensureMounted(session.id);
+      await sessions.diskVolume(driver, session.id);
       report.adopted.push(session.id);
       return;
     }
     if ((session.state === 'running' || session.state === 'paused') && alive) {
-      await disks.ensureMounted(session.id);
+      // A microVM holds its disk as a block device: it must stay unmounted on the host.
+      await sessions.diskVolume(driver, session.id);
       const state = status === 'paused' ? 'paused' : 'running';
       if (state !== session.state || session.pendingOperation) {
         sessions.commit(session, { state, pendingOperation: null }, 'session.reconciled', { outcome: state, action: 'adopted' });
@@ -233,8 +234,4 @@ function pendingSnapshotId(store: Store, sessionId: string): string | undefined 
   const started = store.listAudit(sessionId, { types: ['session.suspend-started'] }).at(-1);
   const id = started?.data['snapshotId'];
   return typeof id === 'string' ? id : undefined;
-}
-
-function sessionIdOf(sandboxId: string): string {
-  return sandboxId.replace(/^airlock-/, '').replace(/-g\d+$/, '').replace(/-(run|fork)-.*$/, '');
 }

@@ -5,7 +5,7 @@
  * session that `reconcile()` can bring back to a resumable state.
  */
 import { AirlockError, isAirlockError, toAirlockError } from './errors.js';
-import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources, SandboxSpec } from './sandbox-driver.js';
+import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources, SandboxSpec, SandboxVolume } from './sandbox-driver.js';
 import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
@@ -303,13 +303,9 @@ export class SessionService {
         requireCallableState(session);
       }
       const image = await this.images.get(session.imageName);
-      const spec = await this.specFor(session, image);
-      const sandboxId = `airlock-${session.id}-run-${newId('c').slice(2, 12)}`;
+      const spec = await this.specFor(session, image, newId('c').slice(2, 12));
       this.usage.touch(session.id);
-      const outcome = await this.driver.runOnce(
-        { ...spec, sandboxId, stateDir: this.layout.sandboxStateDir(sandboxId), oneShot: { argv: request.argv } },
-        request,
-      );
+      const outcome = await this.driver.runOnce({ ...spec, oneShot: { argv: request.argv } }, request);
       this.usage.chargePerCall(id, outcome.durationMs);
       return outcome;
     });
@@ -345,22 +341,36 @@ export class SessionService {
     });
   }
 
-  /** Builds the driver spec for the session's next sandbox incarnation. */
-  async specFor(session: SessionRecord, image: ImageRecord): Promise<SandboxSpec> {
-    const diskDir = await this.disks.ensureMounted(session.id);
-    const sandboxId = `airlock-${session.id}-g${session.generation}`;
+  /** Builds the driver spec for the session's next sandbox incarnation (or a per-call sandbox, given its nonce). */
+  async specFor(session: SessionRecord, image: ImageRecord, perCallNonce?: string): Promise<SandboxSpec> {
+    const driver = this.driver;
+    const sandboxId = driver.sandboxIdFor(
+      perCallNonce === undefined
+        ? { sessionId: session.id, purpose: 'machine', generation: session.generation }
+        : { sessionId: session.id, purpose: 'per-call', nonce: perCallNonce },
+    );
+    const disk = await this.diskVolume(driver, session.id);
+    const rootfs: SandboxVolume =
+      driver.volumes.rootfs === 'directory' ? { kind: 'directory', path: image.rootfsDir } : { kind: 'block-device', path: await this.images.rootfsBlockDevice(image.name) };
     const net = await this.networks?.prepare(session, image);
     return {
       sandboxId,
       sessionId: session.id,
-      rootfsDir: image.rootfsDir,
-      diskDir,
+      rootfs,
+      disk,
       stateDir: this.layout.sandboxStateDir(sandboxId),
       hostname: session.id.replace(/_/g, '-'),
       resources: session.resources,
       env: net ? { ...image.env, ...net.env } : image.env,
       ...(net ? { network: net.network } : {}),
     };
+  }
+
+  /** The session disk in the form the driver takes: mounted on the host, or unmounted for a VM to attach. */
+  async diskVolume(driver: SandboxDriver, sessionId: string): Promise<SandboxVolume> {
+    return driver.volumes.disk === 'directory'
+      ? { kind: 'directory', path: await this.disks.ensureMounted(sessionId) }
+      : { kind: 'block-device', path: await this.disks.blockDevice(sessionId) };
   }
 
   /** Records that an operation is in flight before it touches the sandbox. */

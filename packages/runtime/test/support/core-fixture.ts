@@ -33,6 +33,10 @@ export class DirectoryDisks implements SessionDisks {
     mkdirSync(dir, { recursive: true });
     return dir;
   }
+  /** A directory stands in for the image file: unit tests never attach it. */
+  async blockDevice(sessionId: string): Promise<string> {
+    return this.ensureMounted(sessionId);
+  }
   async clone(_from: string, to: string): Promise<string> {
     return this.ensureMounted(to);
   }
@@ -80,6 +84,9 @@ export class StaticImages implements ImageCatalog {
   async get(name: string) {
     if (name !== this.image.name && name !== 'debian-bookworm') throw new AirlockError('IMAGE_NOT_FOUND', `no image ${name}`);
     return this.image;
+  }
+  async rootfsBlockDevice(): Promise<string> {
+    return `${this.image.rootfsDir}.ext4`;
   }
   async buildDebian(): Promise<ImageRecord> {
     return this.image;

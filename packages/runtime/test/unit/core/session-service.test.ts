@@ -90,7 +90,7 @@ describe('SessionService', () => {
     const handle = fx.sessions.get(session.id).sandbox;
     assert.ok(handle);
     await fx.driver.checkpoint(handle, fx.artifacts.pathFor(snapshotId), { leaveRunning: false });
-    await fx.driver.start({ sandboxId: 'airlock-ses_orphan-g1', sessionId: 'ses_orphan', rootfsDir: '', diskDir: '', stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
+    await fx.driver.start({ sandboxId: 'airlock-ses_orphan-g1', sessionId: 'ses_orphan', rootfs: { kind: 'directory', path: '' }, disk: { kind: 'directory', path: '' }, stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
     const report = await reconcileSessions({ store: fx.store, driver: fx.driver, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
     assert.deepEqual(report.completed, [session.id]);
     assert.ok(report.orphansRemoved.includes('airlock-ses_orphan-g1'));
@@ -110,7 +110,7 @@ describe('SessionService', () => {
       record.sandbox = null;
       fx.store.updateSession(record);
     });
-    await fx.driver.start({ sandboxId: 'stuck-sandbox', sessionId: 'ses_gone', rootfsDir: '', diskDir: '', stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
+    await fx.driver.start({ sandboxId: 'stuck-sandbox', sessionId: 'ses_gone', rootfs: { kind: 'directory', path: '' }, disk: { kind: 'directory', path: '' }, stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
     const destroy = fx.driver.destroy.bind(fx.driver);
     fx.driver.destroy = async (handle) => {
       if (handle.sandboxId === 'stuck-sandbox') throw new AirlockError('DRIVER_FAILED', 'runsc delete timed out');
