@@ -94,6 +94,12 @@ export interface SandboxSpec {
   oneShot?: { argv: string[] };
   /** absent: no network at all (loopback only); present: a namespace whose only way out is the egress gateway */
   network?: SandboxNetwork;
+  /**
+   * restore only: the identity a fork branch gets before any of its processes runs again (drivers that
+   * can hold the workload until then apply it; `personalize` follows in any case). Absent: the sandbox
+   * keeps its own, with fresh entropy where its kernel keeps a random pool.
+   */
+  identity?: SandboxIdentity;
 }
 
 /**
