@@ -443,7 +443,8 @@ static void handle_frame(int type, uint32_t id, const unsigned char *payload, si
     }
     break;
   case H_SIGNAL:
-    if (stream && !stream->exited && length >= 4) kill(-stream->pid, (int)get32(payload));
+    /* The group exists once the child ran setsid(); a signal that comes sooner goes to the child itself. */
+    if (stream && !stream->exited && length >= 4 && kill(-stream->pid, (int)get32(payload)) < 0) kill(stream->pid, (int)get32(payload));
     break;
   case H_IDENTITY:
     apply_identity(id, payload, length);

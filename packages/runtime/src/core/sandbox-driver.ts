@@ -204,6 +204,8 @@ export interface SandboxDriver {
   /** Path inside every sandbox of a static busybox that file operations may use. */
   readonly toolboxPath: string;
 
+  /** What this driver runs sandboxes with (a guest kernel's digest, the accelerator, a runtime version), for the audit log. */
+  describeRuntime?(): Promise<Record<string, string>>;
   /** The id of a new sandbox (letters, digits, '.', '_', '-'): unique per purpose, the driver's own format. */
   sandboxIdFor(purpose: SandboxPurpose): string;
   /** Checks the host can run this driver; throws DRIVER_UNAVAILABLE with the fix. */

@@ -51,6 +51,7 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
   return {
     driver,
     hostSecret: secret,
+    networkSubnet: '10.213.64.0/20',
     async newSpec(options: SpecOptions = {}): Promise<SandboxSpec> {
       counter += 1;
       const sandboxId = `t${counter}-${randomBytes(3).toString('hex')}`;
@@ -73,6 +74,7 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
         resources: { ...DEFAULT_RESOURCES, ...options.resources },
         env: options.env ?? {},
         ...(options.oneShot ? { oneShot: options.oneShot } : {}),
+        ...(options.network ? { network: options.network } : {}),
       };
       specs.set(sandboxId, spec);
       return spec;

@@ -20,6 +20,7 @@ import type { Authorizer, PolicyDecision, AuthorizationContext } from '../../src
 import type { SessionDisks } from '../../src/core/session-disks.js';
 import type { ImageCatalog, ImageRecord } from '../../src/images/image-catalog.js';
 import { AirlockError } from '../../src/core/errors.js';
+import { SandboxDrivers } from '../../src/core/sandbox-drivers.js';
 import { parseContract, type SessionContract } from '../../src/policy/session-contract.js';
 
 /** Disks as plain temp directories. */
@@ -122,7 +123,9 @@ export class ManualClock implements Clock {
 /** The wired core. */
 export interface CoreFixture {
   dir: string;
+  /** the default driver */
   driver: FakeDriver;
+  drivers: SandboxDrivers;
   store: SqliteStore;
   disks: DirectoryDisks;
   sessions: SessionService;
@@ -139,28 +142,31 @@ export interface CoreFixture {
 }
 
 /** Builds a fresh fixture; `maxBranches` (of a fork) defaults to 64, `concurrency` (branches restored at once) to 4. */
-export function coreFixture(options: { maxBranches?: number; concurrency?: number } = {}): CoreFixture {
+export function coreFixture(options: { maxBranches?: number; concurrency?: number; extraDrivers?: FakeDriver[] } = {}): CoreFixture {
   const dir = mkdtempSync('/tmp/airlock-core-');
   const driver = new FakeDriver();
+  const drivers = new SandboxDrivers([driver, ...(options.extraDrivers ?? [])]);
   const store = new SqliteStore(join(dir, 'airlock.db'));
   const artifacts = new SnapshotDirectory(join(dir, 'snapshots'));
   const disks = new DirectoryDisks(join(dir, 'disks'));
   const images = new StaticImages();
   const sessions = new SessionService({
     store,
-    driver,
+    drivers,
     disks,
     images,
     artifacts,
     layout: { sandboxStateDir: (id) => join(dir, 'state', id) },
   });
   // the fake checkpoint writes nothing: give every snapshot one file so it can be sealed
-  const realCheckpoint = driver.checkpoint.bind(driver);
-  driver.checkpoint = async (handle, imageDir, options) => {
-    mkdirSync(imageDir, { recursive: true });
-    writeFileSync(join(imageDir, 'checkpoint.img'), `memory of ${handle.sandboxId}`);
-    return realCheckpoint(handle, imageDir, options);
-  };
+  for (const each of drivers.all() as FakeDriver[]) {
+    const realCheckpoint = each.checkpoint.bind(each);
+    each.checkpoint = async (handle, imageDir, checkpointOptions) => {
+      mkdirSync(imageDir, { recursive: true });
+      writeFileSync(join(imageDir, 'checkpoint.img'), `memory of ${handle.sandboxId}`);
+      return realCheckpoint(handle, imageDir, checkpointOptions);
+    };
+  }
   const approvals = new ApprovalService(store);
   const authorizer = new ScriptedAuthorizer();
   const analyze = (input: { command?: string; argv?: string[] }): CommandAnalysis => {
@@ -168,10 +174,9 @@ export function coreFixture(options: { maxBranches?: number; concurrency?: numbe
     return { programs: [...new Set(words.filter(Boolean))].sort(), analysable: true, reasons: [] };
   };
   const clock = new ManualClock();
-  const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions, clock });
+  const snapshots = new SnapshotService({ store, drivers, disks, artifacts, sessions, clock });
   const forks = new ForkService({
     store,
-    driver,
     disks,
     images,
     artifacts,
@@ -182,11 +187,12 @@ export function coreFixture(options: { maxBranches?: number; concurrency?: numbe
     ...(options.maxBranches === undefined ? {} : { maxBranches: options.maxBranches }),
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
   });
-  const executor = new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks));
+  const executor = new ToolExecutor(sessions, new LineageTools(snapshots, forks));
   const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor, approvals });
   return {
     dir,
     driver,
+    drivers,
     store,
     disks,
     sessions,

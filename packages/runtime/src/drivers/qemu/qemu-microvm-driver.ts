@@ -57,8 +57,8 @@ export class QemuMicrovmDriver implements SandboxDriver {
     this.host = new MicrovmHost(options);
   }
 
-  /** What this host runs VMs with: kernel, accelerator (and why), QEMU. For the audit log and `sessions get`. */
-  async describe(): Promise<{ kernelDigest: string; kernelRelease: string; kernelPackage: string; accelerator: string; acceleratorReason: string; qemuVersion: string }> {
+  /** What this host runs VMs with: kernel, accelerator (and why), QEMU. For the audit log. */
+  async describeRuntime(): Promise<Record<string, string>> {
     const prepared = await this.host.prepare();
     return {
       kernelDigest: prepared.kit.kernelDigest,
@@ -116,6 +116,9 @@ export class QemuMicrovmDriver implements SandboxDriver {
       await this.launch(spec, { kind: 'boot', root: 'ephemeral' });
       const bootMs = performance.now() - began;
       const outcome = await this.exec(handle, { ...request, argv });
+      // The guest's page cache dies with the VM: what the call wrote reaches the session disk only if flushed.
+      const flushed = await this.exec(handle, { argv: [this.toolboxPath, 'sync'], cwd: '/', env: {}, timeoutMs: 120_000, transient: true });
+      if (flushed.exitCode !== 0) throw new AirlockError('DRIVER_FAILED', `flushing the session disk after a per-call command failed (exit ${flushed.exitCode}); its writes may be lost`);
       return { ...outcome, durationMs: Math.round(performance.now() - began), startMs: Math.round(bootMs + (outcome.startMs ?? 0)) };
     } finally {
       await this.destroy(handle);

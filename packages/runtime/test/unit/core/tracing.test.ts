@@ -21,7 +21,7 @@ describe('tracing of tool calls', () => {
       sessions: fx.sessions,
       authorizer: fx.authorizer,
       analyzeCommand: (input) => ({ programs: input.argv ?? [], analysable: true, reasons: [] }),
-      executor: new ToolExecutor(fx.sessions, fx.driver, new LineageTools(fx.snapshots, fx.forks)),
+      executor: new ToolExecutor(fx.sessions, new LineageTools(fx.snapshots, fx.forks)),
       approvals: new ApprovalService(fx.store),
       tracer: { record: (span) => spans.push(span) },
     });
