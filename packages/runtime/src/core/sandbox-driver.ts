@@ -95,9 +95,11 @@ export interface SandboxSpec {
   /** absent: no network at all (loopback only); present: a namespace whose only way out is the egress gateway */
   network?: SandboxNetwork;
   /**
-   * restore only: the identity a fork branch gets before any of its processes runs again (drivers that
-   * can hold the workload until then apply it; `personalize` follows in any case). Absent: the sandbox
-   * keeps its own, with fresh entropy where its kernel keeps a random pool.
+   * restore only. Present: the sandbox is a fork branch of the image (it may share the image's memory
+   * with its sibling branches), and this is the identity it gets before any of its processes runs again
+   * (drivers that can hold the workload until then apply it; `personalize` follows in any case).
+   * Absent: the image's own machine resumes; it keeps its identity, with fresh entropy where its kernel
+   * keeps a random pool.
    */
   identity?: SandboxIdentity;
 }

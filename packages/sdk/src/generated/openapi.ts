@@ -2306,6 +2306,8 @@ export interface components {
             image?: string;
             /** @enum {string} */
             mode?: "machine" | "per-call";
+            /** @description sandbox driver: gvisor (default) or microvm; overrides nothing: a contract naming another is refused */
+            sandbox?: string;
         };
         Error: {
             error: {
@@ -2476,6 +2478,7 @@ export interface components {
                 } & {
                     [key: string]: unknown;
                 };
+                sandbox: string;
                 sandboxId: string | null;
                 snapshotId: string | null;
                 /** @enum {string} */
@@ -2614,6 +2617,7 @@ export interface components {
             } & {
                 [key: string]: unknown;
             };
+            sandbox: string;
             sandboxId: string | null;
             snapshotId: string | null;
             /** @enum {string} */
@@ -2683,6 +2687,7 @@ export interface components {
                 } & {
                     [key: string]: unknown;
                 };
+                sandbox: string;
                 sandboxId: string | null;
                 snapshotId: string | null;
                 /** @enum {string} */

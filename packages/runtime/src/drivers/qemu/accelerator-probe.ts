@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { release } from 'node:os';
 import { join } from 'node:path';
 import type { Accelerator } from './qemu-command-line.js';
@@ -35,7 +35,10 @@ export async function chooseAccelerator(options: { qemuBinary: string; kernelPat
   const cached = await readFile(options.cachePath, 'utf8').then((text) => JSON.parse(text) as { key?: string; verdict?: AcceleratorVerdict }, () => undefined);
   if (cached?.key === key && cached.verdict) return cached.verdict;
   const verdict = await probeKvm(options);
-  await writeFile(options.cachePath, JSON.stringify({ key, verdict, probedAt: new Date().toISOString() }));
+  // Written whole and renamed: installations starting at once may probe together; each file is complete.
+  const temporary = `${options.cachePath}.${process.pid}`;
+  await writeFile(temporary, JSON.stringify({ key, verdict, probedAt: new Date().toISOString() }));
+  await rename(temporary, options.cachePath);
   return verdict;
 }
 

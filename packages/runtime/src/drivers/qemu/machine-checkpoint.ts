@@ -51,22 +51,23 @@ export async function checkpointMachine(host: MicrovmHost, handle: SandboxHandle
     await agent.freeze();
     frozen = true;
     await monitor.execute('stop');
-    await monitor.execute('migrate-set-capabilities', { capabilities: [{ capability: 'x-ignore-shared', state: entry.memory.shared }] });
+    const memory = entry.memory.kind === 'shared-file' ? entry.memory : undefined;
+    await monitor.execute('migrate-set-capabilities', { capabilities: [{ capability: 'x-ignore-shared', state: memory !== undefined }] });
     // QEMU's default bandwidth cap (32 MiB/s) would make a private-RAM stream take seconds.
     await monitor.execute('migrate-set-parameters', { 'max-bandwidth': 64 * 1024 * 1024 * 1024 });
     await monitor.execute('migrate', { uri: `exec:cat > ${shellQuote(join(partial, DEVICE_STATE_FILE))}` });
     await waitForMigration(monitor, `checkpointing ${handle.sandboxId}`);
     await copyFile(files.initramfs, join(partial, INITRAMFS_FILE));
-    if (entry.memory.shared) {
-      if (leaveRunning) await run('cp', ['--reflink=auto', '--sparse=always', entry.memory.path, join(partial, MEMORY_FILE)]);
+    if (memory) {
+      if (leaveRunning) await run('cp', ['--reflink=auto', '--sparse=always', memory.path, join(partial, MEMORY_FILE)]);
       else {
         // QEMU is stopped and keeps its mapping: the file can move under it, and back if anything fails.
-        await moveFile(entry.memory.path, join(partial, MEMORY_FILE));
+        await moveFile(memory.path, join(partial, MEMORY_FILE));
         memoryMoved = true;
       }
     }
     await writeManifest(partial, {
-      kind: entry.memory.shared ? 'shared-memory' : 'stream',
+      kind: memory ? 'shared-memory' : 'stream',
       cpus: entry.cpus,
       memoryMb: entry.memoryMb,
       networked: entry.network !== undefined,
@@ -76,7 +77,7 @@ export async function checkpointMachine(host: MicrovmHost, handle: SandboxHandle
     });
     await rename(partial, imageDir);
   } catch (error) {
-    if (memoryMoved) await moveFile(join(partial, MEMORY_FILE), entry.memory.path).catch(() => undefined);
+    if (memoryMoved && entry.memory.kind === 'shared-file') await moveFile(join(partial, MEMORY_FILE), entry.memory.path).catch(() => undefined);
     await rm(partial, { recursive: true, force: true });
     await monitor.execute('cont').catch(() => undefined);
     if (frozen) await agent.thaw().catch(() => undefined);

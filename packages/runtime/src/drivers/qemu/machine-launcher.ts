@@ -5,6 +5,7 @@
  * (the caller's `destroy`) and says why, with the console's last lines when
  * the guest got that far.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ import { DEVICE_STATE_FILE, INITRAMFS_FILE, MEMORY_FILE, type MemoryImageManifes
 import type { MicrovmHost, PreparedHost } from './microvm-host.js';
 import type { RegisteredMachine } from './microvm-registry.js';
 import { newcArchive, type NewcEntry } from './newc-archive.js';
-import { qemuArguments } from './qemu-command-line.js';
+import { qemuArguments, type GuestMemory } from './qemu-command-line.js';
 import { isAlive, launchQemu } from './qemu-process.js';
 
 /** How a VM comes to life. */
@@ -50,10 +51,14 @@ export async function launchMachine(host: MicrovmHost, prepared: PreparedHost, s
   if (restored && restored.networked !== (spec.network !== undefined)) {
     throw new AirlockError('INVALID_STATE', `the image was taken ${restored.networked ? 'with' : 'without'} a network and the sandbox asks ${spec.network ? 'for one' : 'for none'}; a VM is restored with the devices it had`);
   }
-  const memory =
-    mode.kind === 'restore' && mode.manifest.kind === 'shared-memory'
-      ? { path: join(mode.imageDir, MEMORY_FILE), shared: false }
-      : { path: files.memory, shared: true };
+  const memory: GuestMemory =
+    mode.kind === 'boot' || mode.manifest.kind === 'shared-memory'
+      ? // A fork branch (it comes with an identity) maps the image's RAM copy-on-write, sharing it with its
+        // siblings; a resume gets its own copy, so its own snapshots stay device state plus a RAM file.
+        spec.identity && mode.kind === 'restore'
+        ? { kind: 'private-file', path: join(mode.imageDir, MEMORY_FILE) }
+        : { kind: 'shared-file', path: files.memory }
+      : { kind: 'anonymous' };
   const entry: RegisteredMachine = {
     sandboxId: spec.sandboxId,
     sessionId: spec.sessionId,
@@ -81,7 +86,10 @@ export async function launchMachine(host: MicrovmHost, prepared: PreparedHost, s
   const cgroupProcs = await createMachineCgroups(spec.sandboxId, { cpus: entry.cpus, memoryMb: entry.memoryMb });
   if (mode.kind === 'restore') await copyFile(join(mode.imageDir, INITRAMFS_FILE), files.initramfs);
   else await writeFile(files.initramfs, Buffer.concat([await readFile(prepared.kit.initramfsPath), await configArchive(spec, mode.root, network)]), { mode: 0o600 });
-  if (memory.shared) await rm(memory.path, { force: true });
+  if (memory.kind === 'shared-file') {
+    await rm(memory.path, { force: true });
+    if (mode.kind === 'restore') await copySparse(join(mode.imageDir, MEMORY_FILE), memory.path);
+  }
   const args = qemuArguments({
     sandboxId: spec.sandboxId,
     accelerator: prepared.accelerator.accelerator,
@@ -136,6 +144,16 @@ export async function launchMachine(host: MicrovmHost, prepared: PreparedHost, s
     await agent.thaw();
   }
   return entry;
+}
+
+/** Copies a sparse file, holes kept (and shared extents where the filesystem can reflink). */
+function copySparse(from: string, to: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile('cp', ['--reflink=auto', '--sparse=always', from, to], { timeout: 600_000 }, (error, _stdout, stderr) => {
+      if (!error) return resolve();
+      reject(new AirlockError(/No space/.test(String(stderr)) ? 'DISK_FULL' : 'DRIVER_FAILED', `copying the memory image ${from}: ${String(stderr).trim() || error.message}`, { cause: error }));
+    });
+  });
 }
 
 /** Waits until an incoming or outgoing migration completed; DRIVER_FAILED with QEMU's reason otherwise. */

@@ -186,7 +186,8 @@ export class MicrovmHost {
     const wanted = this.options.accelerator ?? 'auto';
     const accelerator: AcceleratorVerdict =
       wanted === 'auto'
-        ? await chooseAccelerator({ qemuBinary: this.qemuBinary, kernelPath: kit.kernelPath, busyboxPath: this.busyboxPath, cachePath: join(this.options.stateRoot, 'accelerator.json') })
+        ? // Cached with the kit (keyed by host kernel, QEMU and guest kernel): one probe per host, not per installation.
+          await chooseAccelerator({ qemuBinary: this.qemuBinary, kernelPath: kit.kernelPath, busyboxPath: this.busyboxPath, cachePath: join(this.options.cacheDir, 'microvm-kit', 'accelerator.json') })
         : { accelerator: wanted, reason: 'set by the driver options' };
     return { kit, accelerator, qemuVersion, tscKhz: await hostTscKhz() };
   }

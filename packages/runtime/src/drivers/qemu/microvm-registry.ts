@@ -7,6 +7,7 @@
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { GuestMemory } from './qemu-command-line.js';
 
 /** What the registry keeps of one VM. */
 export interface RegisteredMachine {
@@ -18,8 +19,8 @@ export interface RegisteredMachine {
   runDir: string;
   /** the spec's environment: every command gets it under its own */
   env: Record<string, string>;
-  /** the guest RAM file and whether the VM maps it shared (a fork branch maps its snapshot's file privately) */
-  memory: { path: string; shared: boolean };
+  /** where the guest RAM lives: it decides what a checkpoint writes (see qemu-command-line.ts) */
+  memory: GuestMemory;
   cpus: number;
   memoryMb: number;
   /** the VM's network namespace and addresses, when it has a network */

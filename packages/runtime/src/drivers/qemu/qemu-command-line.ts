@@ -1,12 +1,17 @@
 /**
  * The QEMU command line of one microVM. Pure: the driver and the unit tests
  * both read it. Every device is virtio-mmio on QEMU's `microvm` machine (no
- * PCI, no firmware: QEMU loads the kernel itself). Guest RAM is a file
- * mapping: shared (`share=on`) for a machine booted fresh or resumed, so a
- * snapshot saves only device state (`x-ignore-shared`) and takes the file as
- * the memory image; private (`share=off`) over a snapshot's memory file for
- * a fork branch, so branches share its pages copy-on-write.
+ * PCI, no firmware: QEMU loads the kernel itself). Guest RAM (GuestMemory):
+ * a shared file for a machine booted fresh or resumed, so a snapshot saves
+ * only device state (`x-ignore-shared`) and takes the file as the memory
+ * image; a private mapping of a snapshot's memory file for a fork branch, so
+ * branches share its pages copy-on-write; anonymous memory for a machine
+ * restored from a full migration stream (loading a stream reads every page,
+ * which in a file mapping would make every page resident).
  */
+
+/** Where a VM's RAM lives; see the file comment. */
+export type GuestMemory = { kind: 'shared-file'; path: string } | { kind: 'private-file'; path: string } | { kind: 'anonymous' };
 
 /** Software emulation or the host's KVM. */
 export type Accelerator = 'tcg' | 'kvm';
@@ -18,8 +23,7 @@ export interface MachineLayout {
   /** guest vCPUs (whole) and RAM in MiB */
   cpus: number;
   memoryMb: number;
-  /** the guest RAM file and whether the mapping is shared (writes reach the file) */
-  memory: { path: string; shared: boolean };
+  memory: GuestMemory;
   kernelPath: string;
   initramfsPath: string;
   /** host TSC frequency in kHz: under TCG a guest without it hangs at boot ("could not calculate TSC khz") */
@@ -49,7 +53,7 @@ export function qemuArguments(layout: MachineLayout): string[] {
     '-cpu', layout.accelerator === 'tcg' ? 'max' : 'host',
     '-smp', String(Math.max(1, Math.ceil(layout.cpus))),
     '-m', `${layout.memoryMb}M`,
-    '-object', `memory-backend-file,id=guest-ram,size=${layout.memoryMb}M,mem-path=${layout.memory.path},share=${layout.memory.shared ? 'on' : 'off'}`,
+    '-object', memoryBackend(layout.memory, layout.memoryMb),
     '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot',
     // Defense in depth for the QEMU process itself; `spawn` stays allowed: migration to a file runs `cat`.
     '-sandbox', 'on,obsolete=deny,elevateprivileges=deny,resourcecontrol=deny',
@@ -72,4 +76,9 @@ export function qemuArguments(layout: MachineLayout): string[] {
   }
   if (layout.incoming) args.push('-incoming', 'defer');
   return args;
+}
+
+function memoryBackend(memory: GuestMemory, memoryMb: number): string {
+  if (memory.kind === 'anonymous') return `memory-backend-ram,id=guest-ram,size=${memoryMb}M`;
+  return `memory-backend-file,id=guest-ram,size=${memoryMb}M,mem-path=${memory.path},share=${memory.kind === 'shared-file' ? 'on' : 'off'}`;
 }
