@@ -177,7 +177,6 @@ const credential = z.strictObject({
 /** The zod schema of a contract as written; policy entries are checked by the loader. */
 export const sessionContractSchema = z.strictObject({
   version: z.literal(1),
-  sandbox: z.enum(SANDBOX_KINDS).optional(),
   identity: z
     .strictObject({
       tenant: name.default('default'),
@@ -226,6 +225,7 @@ export const sessionContractSchema = z.strictObject({
         context.addIssue({ code: 'custom', path: ['maxMemoryMb'], message: `must be at least memoryMb (${resources.memoryMb})` });
       }
     }),
+  sandbox: z.enum(SANDBOX_KINDS).optional(),
   budgets: z
     .strictObject({
       maxToolCalls: int(1, 10_000_000).optional(),
