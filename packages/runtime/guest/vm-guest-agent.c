@@ -15,19 +15,19 @@
  *
  * Single-threaded: one poll loop over the port, a signalfd (SIGCHLD, and
  * SIGIO from the port when the host side connects or goes away), and the
- * pipes of running commands. Built static (gcc -static -Os).
+ * pipes of running commands. This file holds the loop, the connection and
+ * the framing; guest-commands.c the commands; guest-identity.c identity and
+ * the freezer. Built static (gcc -static -Os *.c) by drivers/qemu/guest-kit.ts.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/random.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -35,47 +35,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define AGENT_VERSION "airlock-vm-agent/1"
-#define SYNC_MAGIC "\0" "AIRLOCK-SYNC-v1" /* split: a hex escape would swallow the A */
-#define SYNC_MAGIC_BYTES 16
-#define HEADER_BYTES 9 /* u32 length (of type + stream + payload), u8 type, u32 stream */
-#define MAX_FRAME (1024 * 1024)
-#define CHUNK 65536
-#define MAX_STREAMS 256
-#define OUTPUT_HIGH_WATER (1024 * 1024)
-#define WORKLOAD_CGROUP "/sys/fs/cgroup/workload"
+#include "vm-guest-agent.h"
 
-/* Host → guest. */
-enum { H_HELLO = 1, H_EXEC = 2, H_STDIN = 3, H_STDIN_END = 4, H_SIGNAL = 5, H_IDENTITY = 6, H_FREEZE = 7, H_THAW = 8 };
-/* Guest → host. */
-enum { G_HELLO = 64, G_STARTED = 65, G_STDOUT = 66, G_STDERR = 67, G_EXITED = 68, G_OK = 69, G_ERROR = 70 };
-/* EXEC flags. */
-enum { EXEC_STDIN = 1 };
-
-struct buffer {
-  unsigned char *data;
-  size_t length;
-  size_t capacity;
-};
-
-struct stream {
-  int used;
-  uint32_t id;
-  pid_t pid;
-  int in_fd, out_fd, err_fd;
-  struct buffer pending_input;
-  int input_ended;
-  int exited;
-};
-
-static int port = -1;
+int port = -1;
 static const char *port_path;
-static int connected;
-static int synced;
-static struct buffer inbound, outbound;
-static struct stream streams[MAX_STREAMS];
+int connected;
+int synced;
+struct buffer inbound, outbound;
+struct stream streams[MAX_STREAMS];
 
-static void die(const char *what) {
+void die(const char *what) {
   fprintf(stderr, "airlock-vm-agent: %s: %s\n", what, strerror(errno));
   /* pid 1 exiting panics the kernel: the host sees the machine die, which is the truth. */
   exit(1);
@@ -91,27 +60,27 @@ static void reserve(struct buffer *buffer, size_t extra) {
   buffer->capacity = capacity;
 }
 
-static void append(struct buffer *buffer, const void *data, size_t length) {
+void append(struct buffer *buffer, const void *data, size_t length) {
   reserve(buffer, length);
   memcpy(buffer->data + buffer->length, data, length);
   buffer->length += length;
 }
 
-static void consume(struct buffer *buffer, size_t length) {
+void consume(struct buffer *buffer, size_t length) {
   memmove(buffer->data, buffer->data + length, buffer->length - length);
   buffer->length -= length;
 }
 
-static void put32(unsigned char *at, uint32_t value) {
+void put32(unsigned char *at, uint32_t value) {
   for (int i = 0; i < 4; i++) at[i] = (unsigned char)(value >> (8 * i));
 }
 
-static uint32_t get32(const unsigned char *at) {
+uint32_t get32(const unsigned char *at) {
   return (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
 }
 
 /* Queues one frame for the host; dropped while no host is connected (nobody would read it). */
-static void send_frame(int type, uint32_t stream, const void *payload, size_t length) {
+void send_frame(int type, uint32_t stream, const void *payload, size_t length) {
   if (!connected || !synced) return;
   unsigned char header[HEADER_BYTES];
   put32(header, (uint32_t)(length + 5));
@@ -121,7 +90,7 @@ static void send_frame(int type, uint32_t stream, const void *payload, size_t le
   if (length) append(&outbound, payload, length);
 }
 
-static void send_error(uint32_t stream, const char *format, const char *detail) {
+void send_error(uint32_t stream, const char *format, const char *detail) {
   char message[512];
   snprintf(message, sizeof message, format, detail, strerror(errno));
   send_frame(G_ERROR, stream, message, strlen(message));
@@ -137,291 +106,6 @@ static void flush_outbound(void) {
     if (written < 0 && errno == EINTR) continue;
     return; /* EAGAIN: poll says when; EPIPE and friends: the host went away, HUP handles it */
   }
-}
-
-static struct stream *find_stream(uint32_t id) {
-  for (int i = 0; i < MAX_STREAMS; i++)
-    if (streams[i].used && streams[i].id == id) return &streams[i];
-  return NULL;
-}
-
-static void close_fd(int *fd) {
-  if (*fd >= 0) close(*fd);
-  *fd = -1;
-}
-
-static void release_stream(struct stream *stream) {
-  close_fd(&stream->in_fd);
-  close_fd(&stream->out_fd);
-  close_fd(&stream->err_fd);
-  free(stream->pending_input.data);
-  memset(stream, 0, sizeof *stream);
-  stream->in_fd = stream->out_fd = stream->err_fd = -1;
-}
-
-/* Reads what a command's pipe holds now; returns 0 at EOF (the fd is closed then). */
-static int pump_output(struct stream *stream, int *fd, int type, int forward, int bounded) {
-  unsigned char chunk[CHUNK];
-  for (;;) {
-    ssize_t got = read(*fd, chunk, sizeof chunk);
-    if (got > 0) {
-      if (forward) send_frame(type, stream->id, chunk, (size_t)got);
-      if (bounded && outbound.length > OUTPUT_HIGH_WATER) return 1;
-      continue;
-    }
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0 && errno == EAGAIN) return 1;
-    close_fd(fd);
-    return 0;
-  }
-}
-
-static void write_pending_input(struct stream *stream) {
-  while (stream->in_fd >= 0 && stream->pending_input.length > 0) {
-    ssize_t written = write(stream->in_fd, stream->pending_input.data, stream->pending_input.length);
-    if (written > 0) {
-      consume(&stream->pending_input, (size_t)written);
-      continue;
-    }
-    if (written < 0 && errno == EINTR) continue;
-    if (written < 0 && errno == EAGAIN) return;
-    /* EPIPE: the command stopped reading; the rest of its input is dropped */
-    stream->pending_input.length = 0;
-    close_fd(&stream->in_fd);
-  }
-  if (stream->in_fd >= 0 && stream->input_ended && stream->pending_input.length == 0) close_fd(&stream->in_fd);
-}
-
-/* The command's main process ended: forward what its pipes hold, then say how it ended. */
-static void finish_stream(struct stream *stream, int status) {
-  /* Unbounded: everything the command wrote before it ended goes out before its exit code. */
-  if (stream->out_fd >= 0) pump_output(stream, &stream->out_fd, G_STDOUT, 1, 0);
-  if (stream->err_fd >= 0) pump_output(stream, &stream->err_fd, G_STDERR, 1, 0);
-  unsigned char code[4];
-  int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  put32(code, (uint32_t)exit_code);
-  send_frame(G_EXITED, stream->id, code, sizeof code);
-  stream->exited = 1;
-  close_fd(&stream->in_fd);
-  /* Background processes may still hold the output pipes: keep draining them (discarding) so they
-     neither block nor die of SIGPIPE; the slot is released at EOF. */
-  if (stream->out_fd < 0 && stream->err_fd < 0) release_stream(stream);
-}
-
-static void reap_children(void) {
-  for (;;) {
-    int status;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;
-    for (int i = 0; i < MAX_STREAMS; i++) {
-      if (streams[i].used && !streams[i].exited && streams[i].pid == pid) {
-        finish_stream(&streams[i], status);
-        break;
-      }
-    }
-  }
-}
-
-static int write_text(const char *path, const char *text) {
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t written = write(fd, text, strlen(text));
-  int saved = errno;
-  close(fd);
-  errno = saved;
-  return written == (ssize_t)strlen(text) ? 0 : -1;
-}
-
-static void set_nonblocking(int fd) {
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-/* EXEC payload: u32 flags, u32 argc, u32 envc, then NUL-terminated cwd, argv[argc], env[envc] ("K=V"). */
-static void start_command(uint32_t id, const unsigned char *payload, size_t length) {
-  if (find_stream(id)) {
-    errno = EEXIST;
-    send_error(id, "stream %s is in use: %s", "id");
-    return;
-  }
-  if (length < 12) {
-    errno = EINVAL;
-    send_error(id, "malformed exec request (%s): %s", "short");
-    return;
-  }
-  uint32_t flags = get32(payload), argc = get32(payload + 4), envc = get32(payload + 8);
-  if (argc == 0 || argc > 65536 || envc > 65536) {
-    errno = EINVAL;
-    send_error(id, "malformed exec request (%s): %s", "counts");
-    return;
-  }
-  char **strings = calloc(1 + argc + envc, sizeof *strings);
-  char **argv = calloc(argc + 1, sizeof *argv);
-  char **envp = calloc(envc + 1, sizeof *envp);
-  if (!strings || !argv || !envp) die("out of memory");
-  const char *cursor = (const char *)payload + 12, *end = (const char *)payload + length;
-  for (uint32_t i = 0; i < 1 + argc + envc; i++) {
-    const char *nul = memchr(cursor, 0, (size_t)(end - cursor));
-    if (!nul) {
-      free(strings), free(argv), free(envp);
-      errno = EINVAL;
-      send_error(id, "malformed exec request (%s): %s", "strings");
-      return;
-    }
-    strings[i] = (char *)cursor;
-    cursor = nul + 1;
-  }
-  for (uint32_t i = 0; i < argc; i++) argv[i] = strings[1 + i];
-  for (uint32_t i = 0; i < envc; i++) envp[i] = strings[1 + argc + i];
-  const char *cwd = strings[0];
-
-  struct stream *slot = NULL;
-  for (int i = 0; i < MAX_STREAMS && !slot; i++)
-    if (!streams[i].used) slot = &streams[i];
-  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-  if (!slot || pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(err_pipe, O_CLOEXEC) < 0 || ((flags & EXEC_STDIN) && pipe2(in_pipe, O_CLOEXEC) < 0)) {
-    if (!slot) errno = EMFILE;
-    send_error(id, "cannot start %s: %s", argv[0]);
-    for (int i = 0; i < 2; i++) close(in_pipe[i]), close(out_pipe[i]), close(err_pipe[i]);
-    free(strings), free(argv), free(envp);
-    return;
-  }
-  pid_t pid = fork();
-  if (pid < 0) {
-    send_error(id, "cannot start %s: %s", argv[0]);
-    for (int i = 0; i < 2; i++) close(in_pipe[i]), close(out_pipe[i]), close(err_pipe[i]);
-    free(strings), free(argv), free(envp);
-    return;
-  }
-  if (pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    setsid();
-    /* Every command lives in the workload cgroup: its pids.max is the session's process limit,
-       and freezing it stops every command process at once. */
-    write_text(WORKLOAD_CGROUP "/cgroup.procs", "0");
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2((flags & EXEC_STDIN) ? in_pipe[0] : devnull, 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    if (chdir(cwd) < 0) {
-      dprintf(2, "cd: %s: %s\n", cwd, strerror(errno));
-      _exit(1);
-    }
-    environ = envp;
-    execvp(argv[0], argv);
-    int failure = errno;
-    if (failure == ENOENT) dprintf(2, "%s: command not found\n", argv[0]);
-    else dprintf(2, "%s: %s\n", argv[0], strerror(failure));
-    _exit(failure == ENOENT ? 127 : 126);
-  }
-  close(in_pipe[0]), close(out_pipe[1]), close(err_pipe[1]);
-  memset(slot, 0, sizeof *slot);
-  slot->used = 1;
-  slot->id = id;
-  slot->pid = pid;
-  slot->in_fd = in_pipe[1];
-  slot->out_fd = out_pipe[0];
-  slot->err_fd = err_pipe[0];
-  if (slot->in_fd >= 0) set_nonblocking(slot->in_fd);
-  set_nonblocking(slot->out_fd);
-  set_nonblocking(slot->err_fd);
-  free(strings), free(argv), free(envp);
-  unsigned char started[4];
-  put32(started, (uint32_t)pid);
-  send_frame(G_STARTED, id, started, sizeof started);
-}
-
-static int wait_frozen(int frozen) {
-  char want[16];
-  snprintf(want, sizeof want, "frozen %d", frozen);
-  for (int attempt = 0; attempt < 500; attempt++) {
-    char text[256] = {0};
-    int fd = open(WORKLOAD_CGROUP "/cgroup.events", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t got = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (got > 0 && strstr(text, want)) return 0;
-    struct timespec pause = {0, 10 * 1000 * 1000};
-    nanosleep(&pause, NULL);
-  }
-  errno = ETIMEDOUT;
-  return -1;
-}
-
-static void set_frozen(uint32_t id, int frozen) {
-  if (write_text(WORKLOAD_CGROUP "/cgroup.freeze", frozen ? "1" : "0") < 0 || wait_frozen(frozen) < 0) {
-    send_error(id, "cannot %s the workload: %s", frozen ? "freeze" : "thaw");
-    return;
-  }
-  send_frame(G_OK, id, NULL, 0);
-}
-
-/* IDENTITY payload: u32 hostname length, hostname, u32 machine id length, machine id, entropy (the rest).
-   A length of 0 keeps that item as it is (a resumed machine only gets fresh entropy). */
-static void apply_identity(uint32_t id, const unsigned char *payload, size_t length) {
-  if (length < 8) goto malformed;
-  uint32_t host_length = get32(payload);
-  if (host_length > 64 || 8 + (size_t)host_length > length) goto malformed;
-  uint32_t machine_length = get32(payload + 4 + host_length);
-  if ((machine_length != 0 && machine_length != 32) || 8 + (size_t)host_length + machine_length > length) goto malformed;
-  const char *hostname = (const char *)payload + 4;
-  const char *machine_id = (const char *)payload + 8 + host_length;
-  const unsigned char *entropy = payload + 8 + host_length + machine_length;
-  size_t entropy_length = length - 8 - host_length - machine_length;
-  if (entropy_length < 32 || entropy_length > 512) goto malformed;
-
-  /* Entropy first, credited, then a forced reseed: every later read of the CRNG (by this machine's
-     processes or kernel) differs from its clones'. */
-  int random_fd = open("/dev/urandom", O_RDWR | O_CLOEXEC);
-  if (random_fd < 0) {
-    send_error(id, "cannot open %s: %s", "/dev/urandom");
-    return;
-  }
-  struct rand_pool_info *pool = malloc(sizeof *pool + entropy_length);
-  if (!pool) die("out of memory");
-  pool->entropy_count = (int)(entropy_length * 8);
-  pool->buf_size = (int)entropy_length;
-  memcpy(pool->buf, entropy, entropy_length);
-  int added = ioctl(random_fd, RNDADDENTROPY, pool);
-  free(pool);
-  if (added < 0 || ioctl(random_fd, RNDRESEEDCRNG) < 0) {
-    send_error(id, "cannot reseed the kernel RNG (%s): %s", added < 0 ? "RNDADDENTROPY" : "RNDRESEEDCRNG");
-    close(random_fd);
-    return;
-  }
-  close(random_fd);
-
-  char line[80];
-  if (host_length > 0) {
-    if (sethostname(hostname, host_length) < 0) {
-      send_error(id, "cannot set the hostname (%s): %s", "sethostname");
-      return;
-    }
-    snprintf(line, sizeof line, "%.*s\n", (int)host_length, hostname);
-    int fd = open("/etc/hostname", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) { /* best effort: a read-only /etc is the image's choice */
-      ssize_t ignored = write(fd, line, strlen(line));
-      (void)ignored;
-      close(fd);
-    }
-  }
-  if (machine_length > 0) {
-    snprintf(line, sizeof line, "%.32s\n", machine_id);
-    int fd = open("/etc/machine-id.airlock-new", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
-    if (fd < 0 || write(fd, line, 33) != 33 || fsync(fd) < 0 || rename("/etc/machine-id.airlock-new", "/etc/machine-id") < 0) {
-      send_error(id, "cannot write %s: %s", "/etc/machine-id");
-      if (fd >= 0) close(fd);
-      return;
-    }
-    close(fd);
-  }
-  send_frame(G_OK, id, NULL, 0);
-  return;
-malformed:
-  errno = EINVAL;
-  send_error(id, "malformed identity request (%s): %s", "fields");
 }
 
 static void handle_frame(int type, uint32_t id, const unsigned char *payload, size_t length) {

@@ -103,6 +103,14 @@ describe('microVM sessions end to end', () => {
       assert.ok(pss < (GUEST_RAM_MB * 1024 * 1024) / 2, `a branch takes ${Math.round(pss / 1048576)} MB of host memory (PSS) for a ${GUEST_RAM_MB} MB guest`);
     }
 
+    // A restart with the machines running: the new server adopts them and reaches their agents again.
+    await installation.stopServer();
+    await installation.startServer();
+    for (const session of [id, forked[0]?.id ?? '']) {
+      assert.equal(view(session).state, 'running', `${session} was not adopted`);
+      assert.equal(cli(['exec', session, '--', 'sh', '-c', `kill -0 ${pid} && echo alive`]).trim(), 'alive');
+    }
+
     const audit = JSON.parse(cli(['audit', id, '--json'])) as { type: string; data: Record<string, unknown> }[];
     const started = audit.find((record) => record.type === 'session.started');
     assert.equal(audit.find((record) => record.type === 'session.created')?.data['sandbox'], 'microvm');
@@ -115,6 +123,14 @@ describe('microVM sessions end to end', () => {
       cli(['sessions', 'rm', session]);
       assert.deepEqual(hostProcessesMatching(`airlock-vm-${session}-`), [], `a VM of ${session} is left`);
     }
+  });
+
+  it('runs a per-call microVM session: each call a fresh VM over the same disk', () => {
+    const id = cli(['sessions', 'create', '--sandbox', 'microvm', '--mode', 'per-call']).trim();
+    assert.equal(cli(['exec', id, '--', 'sh', '-c', 'echo persisted > /workspace/kept.txt; echo root > /etc/not-kept; hostname']).trim(), id.replace(/_/g, '-'));
+    assert.equal(cli(['exec', id, '--', 'sh', '-c', 'cat /workspace/kept.txt; cat /etc/not-kept 2>/dev/null || echo gone']), 'persisted\ngone\n');
+    cli(['sessions', 'rm', id]);
+    assert.deepEqual(hostProcessesMatching(`airlock-vm-${id}-`), []);
   });
 
   it('refuses what a microVM cannot do, and says so', () => {

@@ -1,22 +1,22 @@
 /**
  * What every microVM boots: the guest kernel (Debian's cloud kernel, fetched
  * by scripts/fetch-microvm-kernel.sh) and the base initramfs (the host's
- * static busybox, the guest agent compiled from guest/vm-guest-agent.c, the
+ * static busybox, the guest agent compiled from guest/*.c, the
  * kernel's virtio modules and /init). Built once and cached by content hash,
  * so a changed agent source or kernel makes a new archive and nothing stale
  * is booted.
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AirlockError } from '../../core/errors.js';
 import { GUEST_INIT_SCRIPT, GUEST_MODULES } from './guest-init-script.js';
 import { newcArchive, type NewcEntry } from './newc-archive.js';
 
-/** The guest agent's C source, shipped with the package. */
-export const AGENT_SOURCE_PATH = fileURLToPath(new URL('../../../../guest/vm-guest-agent.c', import.meta.url));
+/** The guest agent's C sources (`*.c`, `*.h`), shipped with the package. */
+export const AGENT_SOURCE_DIR = fileURLToPath(new URL('../../../../guest/', import.meta.url));
 
 /** The kernel and the base initramfs, ready to boot. */
 export interface GuestKit {
@@ -40,8 +40,8 @@ export interface GuestKitOptions {
   cacheDir: string;
   /** a statically linked busybox; default /bin/busybox */
   busyboxPath?: string;
-  /** default AGENT_SOURCE_PATH */
-  agentSourcePath?: string;
+  /** default AGENT_SOURCE_DIR */
+  agentSourceDir?: string;
 }
 
 const SETUP_HINT = 'run scripts/setup.sh (or scripts/fetch-microvm-kernel.sh), which downloads Debian\'s cloud kernel without installing it';
@@ -50,7 +50,7 @@ const SETUP_HINT = 'run scripts/setup.sh (or scripts/fetch-microvm-kernel.sh), w
 export async function prepareGuestKit(options: GuestKitOptions): Promise<GuestKit> {
   const kernel = await readKernel(options.kernelDir);
   await mkdir(options.cacheDir, { recursive: true, mode: 0o700 });
-  const agentPath = await compileAgent(options.agentSourcePath ?? AGENT_SOURCE_PATH, options.cacheDir);
+  const agentPath = await compileAgent(options.agentSourceDir ?? AGENT_SOURCE_DIR, options.cacheDir);
   const busyboxPath = options.busyboxPath ?? '/bin/busybox';
   const busybox = await readFile(busyboxPath).catch(() => {
     throw new AirlockError('DRIVER_UNAVAILABLE', `no static busybox at ${busyboxPath}; apt-get install busybox-static`);
@@ -106,17 +106,19 @@ async function readKernel(kernelDir: string): Promise<KernelFacts> {
   return facts as KernelFacts;
 }
 
-/** Compiles the agent statically (cached by the source's hash); DRIVER_UNAVAILABLE when gcc is missing. */
-async function compileAgent(sourcePath: string, cacheDir: string): Promise<string> {
-  const source = await readFile(sourcePath).catch(() => {
-    throw new AirlockError('DRIVER_UNAVAILABLE', `the guest agent source ${sourcePath} is missing; reinstall Airlock`);
-  });
-  const output = join(cacheDir, `airlock-vm-agent-${sha256(source).slice(7, 23)}`);
+/** Compiles the agent statically (cached by its sources' hash); DRIVER_UNAVAILABLE when gcc is missing. */
+async function compileAgent(sourceDir: string, cacheDir: string): Promise<string> {
+  const names = (await readdir(sourceDir).catch(() => [] as string[])).filter((name) => /\.[ch]$/.test(name)).sort();
+  if (!names.some((name) => name.endsWith('.c'))) throw new AirlockError('DRIVER_UNAVAILABLE', `the guest agent sources in ${sourceDir} are missing; reinstall Airlock`);
+  const hash = createHash('sha256');
+  for (const name of names) hash.update(`${name}\0`).update(await readFile(join(sourceDir, name))).update('\0');
+  const output = join(cacheDir, `airlock-vm-agent-${hash.digest('hex').slice(0, 16)}`);
+  const sources = names.filter((name) => name.endsWith('.c')).map((name) => join(sourceDir, name));
   if (await exists(output)) return output;
   const temporary = `${output}.partial-${randomBytes(4).toString('hex')}`;
   try {
     await new Promise<void>((resolve, reject) => {
-      execFile('gcc', ['-static', '-Os', '-Wall', '-o', temporary, sourcePath], { timeout: 120_000 }, (error, _stdout, stderr) => {
+      execFile('gcc', ['-static', '-Os', '-Wall', '-o', temporary, ...sources], { timeout: 120_000 }, (error, _stdout, stderr) => {
         if (!error) return resolve();
         const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
         reject(
