@@ -180,7 +180,7 @@ void start_command(uint32_t id, const unsigned char *payload, size_t length) {
     setsid();
     /* Every command lives in the workload cgroup: its pids.max is the session's process limit,
        and freezing it stops every command process at once. */
-    join_workload();
+    if (!(flags & EXEC_OUTSIDE_WORKLOAD)) join_workload();
     int devnull = open("/dev/null", O_RDONLY);
     dup2((flags & EXEC_STDIN) ? in_pipe[0] : devnull, 0);
     dup2(out_pipe[1], 1);

@@ -23,7 +23,8 @@ enum { H_HELLO = 1, H_EXEC = 2, H_STDIN = 3, H_STDIN_END = 4, H_SIGNAL = 5, H_ID
 /* Guest → host. */
 enum { G_HELLO = 64, G_STARTED = 65, G_STDOUT = 66, G_STDERR = 67, G_EXITED = 68, G_OK = 69, G_ERROR = 70 };
 /* EXEC flags. */
-enum { EXEC_STDIN = 1 };
+/* EXEC flags: a stdin pipe; outside the workload cgroup (the driver's own work: never frozen, not counted). */
+enum { EXEC_STDIN = 1, EXEC_OUTSIDE_WORKLOAD = 2 };
 
 struct buffer {
   unsigned char *data;

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
@@ -18,7 +18,7 @@ import { sh, skipWithoutCommands, withSandbox, type ConformanceContext } from '.
 /** Registers the networking case. */
 export function networkCases(getContext: () => ConformanceContext): void {
   describe('network', () => {
-    it('reaches the gateway on its allowed ports only, and sees the network files read-only', async (t: TestContext) => {
+    it('reaches the gateway on its allowed ports only, sees the network files read-only, and keeps its network across a restore', async (t: TestContext) => {
       const context = getContext();
       if (skipWithoutCommands(context, t)) return;
       if (!context.driver.capabilities.network) return t.skip('driver declares no network capability');
@@ -29,6 +29,7 @@ export function networkCases(getContext: () => ConformanceContext): void {
       const denied = allowed + 1;
       const dir = await mkdtemp(join(tmpdir(), 'airlock-network-case-'));
       const servers: Server[] = [];
+      const connections = new Set<Socket>();
       try {
         await writeFile(join(dir, 'hostname'), 'from-the-network-files\n');
         const network: SandboxNetwork = {
@@ -38,9 +39,9 @@ export function networkCases(getContext: () => ConformanceContext): void {
           gatewayPorts: { tcp: [allowed], udp: [] },
           files: [{ hostPath: join(dir, 'hostname'), sandboxPath: '/etc/hostname' }],
         };
-        await withSandbox(context, { network }, async (handle) => {
+        await withSandbox(context, { network }, async (handle, spec) => {
           // The gateway address exists on the host once the sandbox's link does.
-          for (const port of [allowed, denied]) servers.push(await listen(gateway, port, `gateway-${port}`));
+          for (const port of [allowed, denied]) servers.push(await listen(gateway, port, `gateway-${port}`, connections));
           const reached = await sh(driver, handle, `${driver.toolboxPath} nc -w 10 ${gateway} ${allowed} </dev/null`, { timeoutMs: 60_000 });
           assert.equal(reached.stdout, `gateway-${allowed}`, `the allowed port was not reached: ${reached.stderr}`);
           const refused = await sh(driver, handle, `${driver.toolboxPath} nc -w 5 ${gateway} ${denied} </dev/null`, { timeoutMs: 60_000 });
@@ -51,6 +52,20 @@ export function networkCases(getContext: () => ConformanceContext): void {
           const file = await sh(driver, handle, 'cat /etc/hostname; echo changed > /etc/hostname && echo WRITABLE', { timeoutMs: 30_000 });
           assert.equal(file.stdout.split('\n')[0], 'from-the-network-files');
           assert.doesNotMatch(file.stdout, /WRITABLE/, 'a network file is writable in the sandbox');
+          if (driver.capabilities.snapshot) {
+            // A restore gets a new namespace (and maybe a new address): the machine must follow it. First the
+            // gateway resets its connections, as the control plane's quiesce does (gVisor cannot save one).
+            for (const socket of connections) socket.resetAndDestroy();
+            const image = await context.newImageDir();
+            await checkpointWhenQuiet(() => driver.checkpoint(handle, image, { leaveRunning: false }));
+            const restored = await driver.restore(await context.newSpec({ sameDiskAs: spec, network }), image);
+            try {
+              const again = await sh(driver, restored, `${driver.toolboxPath} nc -w 10 ${gateway} ${allowed} </dev/null`, { timeoutMs: 60_000 });
+              assert.equal(again.stdout, `gateway-${allowed}`, `after a restore the allowed port was not reached: ${again.stderr}`);
+            } finally {
+              await driver.destroy(restored);
+            }
+          }
         });
       } finally {
         for (const server of servers) await new Promise((resolve) => server.close(resolve));
@@ -71,10 +86,27 @@ function splitSubnet(subnet: string): { gateway: string; pool: string; prefixLen
   return { gateway: address(start + 1), pool: `${address(start + 2 ** (31 - prefixLength))}/${prefixLength + 1}`, prefixLength };
 }
 
-/** A server that greets every connection with `greeting` and closes it. */
-function listen(host: string, port: number, greeting: string): Promise<Server> {
+/** Retries a checkpoint refused because a reset connection has not reached the sandbox's stack yet. */
+async function checkpointWhenQuiet(checkpoint: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await checkpoint();
+      return;
+    } catch (error) {
+      if (attempt >= 50 || !/connection .*still open/.test((error as Error).message)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+/** A server that greets every connection with `greeting` and closes it; its sockets go into `connections`. */
+function listen(host: string, port: number, greeting: string, connections: Set<Socket>): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = createServer((socket) => socket.end(greeting));
+    const server = createServer((socket) => {
+      connections.add(socket);
+      socket.once('close', () => connections.delete(socket));
+      socket.end(greeting);
+    });
     server.once('error', reject);
     server.listen(port, host, () => resolve(server));
   });

@@ -36,6 +36,8 @@ export interface SpawnRequest {
   env: Record<string, string>;
   /** true: stdin is a pipe fed by `write` until `end`; false: /dev/null */
   stdin: boolean;
+  /** the driver's own command: outside the workload cgroup, so it runs while the workload is frozen */
+  outsideWorkload?: boolean;
   onStdout?: ((chunk: Buffer) => void) | undefined;
   onStderr?: ((chunk: Buffer) => void) | undefined;
 }
@@ -169,11 +171,11 @@ export class GuestAgentClient {
   }
 
   /** Runs a command; resolves with how it ended. `env` is the whole environment of the command. */
-  exec(request: ExecRequest): Promise<ExecOutcome> {
+  exec(request: ExecRequest, options: { outsideWorkload?: boolean } = {}): Promise<ExecOutcome> {
     const hasStdin = request.stdin !== undefined && request.stdin.length > 0;
     let process: GuestProcess;
     try {
-      process = this.spawn({ argv: request.argv, cwd: request.cwd, env: request.env, stdin: hasStdin, onStdout: request.onStdout, onStderr: request.onStderr });
+      process = this.spawn({ argv: request.argv, cwd: request.cwd, env: request.env, stdin: hasStdin, onStdout: request.onStdout, onStderr: request.onStderr, outsideWorkload: options.outsideWorkload === true });
     } catch (error) {
       return Promise.reject(error);
     }
@@ -218,7 +220,7 @@ export class GuestAgentClient {
       };
       this.commands.set(stream, pending);
     });
-    this.send(FrameType.exec, stream, encodeExec({ argv: request.argv, cwd: request.cwd, env: request.env, stdin: request.stdin }));
+    this.send(FrameType.exec, stream, encodeExec({ argv: request.argv, cwd: request.cwd, env: request.env, stdin: request.stdin, outsideWorkload: request.outsideWorkload }));
     return {
       exited,
       write: (chunk: Buffer) => {

@@ -10,7 +10,8 @@
  * HELLO with a random nonce and trusts nothing until the guest echoes it.
  *
  * Requests (host → guest), `stream` chosen by the host:
- * - EXEC: u32 flags (1: stdin follows), u32 argc, u32 envc, then
+ * - EXEC: u32 flags (1: stdin follows; 2: outside the workload cgroup, for
+ *   the driver's own commands while the workload is frozen), u32 argc, u32 envc, then
  *   NUL-terminated cwd, argv, env ("K=V"). Answers: STARTED (u32 pid), STDOUT
  *   / STDERR data, EXITED (i32: exit code, or 128 + signal), or ERROR (text).
  * - STDIN data, STDIN_END; SIGNAL (u32: sent to the command's process group).
@@ -49,6 +50,8 @@ export const FrameType = {
 
 /** EXEC flag: the command gets a stdin pipe fed by STDIN frames. */
 export const EXEC_WITH_STDIN = 1;
+/** EXEC flag: the command stays out of the workload cgroup (the driver's own work: never frozen, not counted). */
+export const EXEC_OUTSIDE_WORKLOAD = 2;
 
 /** One decoded frame. */
 export interface GuestFrame {
@@ -67,9 +70,9 @@ export function encodeFrame(type: number, stream: number, payload: Buffer = Buff
 }
 
 /** The payload of an EXEC request. */
-export function encodeExec(request: { argv: readonly string[]; cwd: string; env: Record<string, string>; stdin: boolean }): Buffer {
+export function encodeExec(request: { argv: readonly string[]; cwd: string; env: Record<string, string>; stdin: boolean; outsideWorkload?: boolean | undefined }): Buffer {
   const counts = Buffer.alloc(12);
-  counts.writeUInt32LE(request.stdin ? EXEC_WITH_STDIN : 0, 0);
+  counts.writeUInt32LE((request.stdin ? EXEC_WITH_STDIN : 0) | (request.outsideWorkload ? EXEC_OUTSIDE_WORKLOAD : 0), 0);
   counts.writeUInt32LE(request.argv.length, 4);
   const env = Object.entries(request.env).map(([name, value]) => `${name}=${value}`);
   counts.writeUInt32LE(env.length, 8);

@@ -136,7 +136,7 @@ export async function launchMachine(host: MicrovmHost, prepared: PreparedHost, s
     // Before any process of the image runs again: its network where the new namespace is, then fresh entropy
     // and the spec's identity; only then is the workload (frozen at the checkpoint) thawed.
     if (network) {
-      const moved = await agent.exec({ argv: [`${GUEST_TOOLBOX_DIR}/busybox`, 'sh', '-c', readdressScript(network)], cwd: '/', env: {}, timeoutMs: 30_000 });
+      const moved = await agent.exec({ argv: [`${GUEST_TOOLBOX_DIR}/busybox`, 'sh', '-c', readdressScript(network)], cwd: '/', env: {}, timeoutMs: 30_000 }, { outsideWorkload: true });
       if (moved.exitCode !== 0) throw new AirlockError('DRIVER_FAILED', `moving the restored VM ${spec.sandboxId} to its new network failed (exit ${moved.exitCode})`);
     }
     const hostname = spec.identity?.hostname ?? (HOSTNAME.test(spec.hostname) ? spec.hostname : undefined);
