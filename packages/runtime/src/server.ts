@@ -218,6 +218,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await tracer?.flush();
       // Sandboxes keep running, with no way out until the next start reopens their gateways (fail closed).
       await egress.gateway.closeAll();
+      for (const driver of drivers.all()) await driver.close?.();
       store.close();
     },
   };

@@ -210,6 +210,8 @@ export interface SandboxDriver {
   describeRuntime?(): Promise<Record<string, string>>;
   /** The id of a new sandbox (letters, digits, '.', '_', '-'): unique per purpose, the driver's own format. */
   sandboxIdFor(purpose: SandboxPurpose): string;
+  /** Releases what the driver holds in this process (connections to its sandboxes); the sandboxes run on. */
+  close?(): Promise<void>;
   /** Checks the host can run this driver; throws DRIVER_UNAVAILABLE with the fix. */
   checkHost(): Promise<void>;
   /** Starts a long-lived sandbox. */

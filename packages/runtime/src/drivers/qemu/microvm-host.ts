@@ -16,7 +16,7 @@ import { GuestAgentClient } from './guest-agent-client.js';
 import { prepareGuestKit, type GuestKit } from './guest-kit.js';
 import { MachineNetworks } from './machine-network.js';
 import { MicrovmRegistry, type RegisteredMachine } from './microvm-registry.js';
-import { isAlive, processesWith } from './qemu-process.js';
+import { commandLineOf, isAlive, processesWith } from './qemu-process.js';
 import { QmpClient } from './qmp-client.js';
 
 /** Options of the microVM driver. */
@@ -96,9 +96,22 @@ export class MicrovmHost {
     return `${join(this.runRoot, this.tag)}/`;
   }
 
-  /** The QEMU processes of one sandbox. */
+  /** The QEMU processes of one sandbox: its pid file when it names one, else a scan of /proc (a crash leftover). */
   async processesOf(sandboxId: string): Promise<number[]> {
-    return processesWith(`${this.runDirOf(sandboxId)}/qmp.sock`);
+    const marker = `${this.runDirOf(sandboxId)}/qmp.sock`;
+    const entry = await this.registry.get(sandboxId);
+    if (entry) {
+      const pid = Number((await readFile(join(entry.stateDir, 'qemu.pid'), 'utf8').catch(() => '')).trim());
+      // Checked by command line: a stale pid file may name a recycled pid.
+      if (pid > 0 && (await commandLineOf(pid)).some((arg) => arg.includes(marker)) && (await isAlive(pid))) return [pid];
+    }
+    return processesWith(marker);
+  }
+
+  /** Closes every connection this process holds to a VM (the VMs run on); for a clean shutdown. */
+  async closeConnections(): Promise<void> {
+    const ids = new Set([...this.agents.keys(), ...this.monitors.keys()]);
+    for (const sandboxId of ids) await this.disconnect(sandboxId);
   }
 
   /** The registry entry of a sandbox, or INVALID_ARGUMENTS for one this driver never made. */

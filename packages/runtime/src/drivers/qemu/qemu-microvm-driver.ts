@@ -70,6 +70,10 @@ export class QemuMicrovmDriver implements SandboxDriver {
     };
   }
 
+  async close(): Promise<void> {
+    await this.host.closeConnections();
+  }
+
   async checkHost(): Promise<void> {
     await this.host.prepare();
     // At start-up nothing is being created: a namespace without its VM is a crash leftover.
