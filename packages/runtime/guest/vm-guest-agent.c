@@ -11,7 +11,7 @@
  *
  * Interim: the shared in-sandbox agent (packages/runtime/agent, one protocol
  * for gVisor and microVMs) replaces this file once it speaks over a
- * virtio-serial port; see docs/decisions/0014-microvm-driver.md.
+ * virtio-serial port; see docs/decisions/0016-microvm-driver.md.
  *
  * Single-threaded: one poll loop over the port, a signalfd (SIGCHLD, and
  * SIGIO from the port when the host side connects or goes away), and the

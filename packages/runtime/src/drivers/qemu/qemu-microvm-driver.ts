@@ -5,7 +5,7 @@
  * as pid 1 over a virtio-serial port, KVM when a probe finds it usable and
  * software emulation (TCG) otherwise. Snapshots are QEMU migrations to a
  * file; fork branches map the snapshot's RAM file copy-on-write. See
- * docs/decisions/0014-microvm-driver.md and docs/architecture.md.
+ * docs/decisions/0016-microvm-driver.md and docs/architecture.md.
  */
 import { rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
