@@ -21,6 +21,9 @@ import type { SessionDisks } from '../../src/core/session-disks.js';
 import type { ImageCatalog, ImageRecord } from '../../src/images/image-catalog.js';
 import { AirlockError } from '../../src/core/errors.js';
 import { SandboxDrivers } from '../../src/core/sandbox-drivers.js';
+import { DesktopTools } from '../../src/core/desktop-tools.js';
+import { DesktopTakeovers } from '../../src/core/desktop-takeovers.js';
+import type { ThumbnailStore } from '../../src/core/screen-thumbnails.js';
 import { parseContract, type SessionContract } from '../../src/policy/session-contract.js';
 
 /** Disks as plain temp directories. */
@@ -109,6 +112,17 @@ export class ScriptedAuthorizer implements Authorizer {
   }
 }
 
+/** Thumbnails kept in memory, unbounded (unit tests only). */
+export class MemoryThumbnails implements ThumbnailStore {
+  readonly files = new Map<string, Buffer>();
+  async put(sessionId: string, name: string, png: Buffer): Promise<void> {
+    this.files.set(`${sessionId}/${name}`, png);
+  }
+  async get(sessionId: string, name: string): Promise<Buffer | undefined> {
+    return this.files.get(`${sessionId}/${name}`);
+  }
+}
+
 /** A clock that stands still until moved. */
 export class ManualClock implements Clock {
   private current = Date.now();
@@ -137,6 +151,8 @@ export interface CoreFixture {
   clock: ManualClock;
   snapshots: SnapshotService;
   forks: ForkService;
+  desktop: DesktopTools;
+  thumbnails: MemoryThumbnails;
   contract(extra?: Record<string, unknown>): SessionContract;
   close(): void;
 }
@@ -187,8 +203,11 @@ export function coreFixture(options: { maxBranches?: number; concurrency?: numbe
     ...(options.maxBranches === undefined ? {} : { maxBranches: options.maxBranches }),
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
   });
-  const executor = new ToolExecutor(sessions, new LineageTools(snapshots, forks));
-  const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor, approvals });
+  const thumbnails = new MemoryThumbnails();
+  const takeovers: DesktopTakeovers = new DesktopTakeovers({ store, frames: thumbnails, capture: (sessionId) => desktop.capture(sessionId), clock, frameIntervalMs: 50 });
+  const desktop: DesktopTools = new DesktopTools(sessions, thumbnails, takeovers);
+  const executor = new ToolExecutor(sessions, new LineageTools(snapshots, forks), desktop);
+  const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor, approvals, desktop });
   return {
     dir,
     driver,
@@ -203,6 +222,8 @@ export function coreFixture(options: { maxBranches?: number; concurrency?: numbe
     clock,
     snapshots,
     forks,
+    desktop,
+    thumbnails,
     contract: (extra = {}) => parseContract({ version: 1, ...extra }),
     close() {
       store.close();

@@ -26,7 +26,8 @@ import {
 /** Answer of the fake to one exec. */
 export interface FakeExecAnswer {
   exitCode?: number;
-  stdout?: string;
+  /** text, or bytes for binary output */
+  stdout?: string | Buffer;
   stderr?: string;
 }
 
@@ -151,7 +152,7 @@ export class FakeDriver implements SandboxDriver {
   private answer(sandboxId: string, request: ExecRequest): ExecOutcome {
     this.execs.push({ sandboxId, argv: request.argv });
     const answer = this.handler(request.argv);
-    if (answer.stdout) request.onStdout?.(Buffer.from(answer.stdout));
+    if (answer.stdout) request.onStdout?.(Buffer.isBuffer(answer.stdout) ? answer.stdout : Buffer.from(answer.stdout));
     if (answer.stderr) request.onStderr?.(Buffer.from(answer.stderr));
     return { exitCode: answer.exitCode ?? 0, timedOut: false, aborted: false, durationMs: 1 };
   }
