@@ -43,6 +43,16 @@ if ! command -v chromium >/dev/null 2>&1; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+# The microvm sandbox driver (\`sandbox: microvm\`): QEMU's microvm machine, gcc and libc6-dev to build its
+# static guest agent, lz4 to unpack the guest kernel; Debian's cloud kernel is downloaded (never installed)
+# into the cache by fetch-microvm-kernel.sh.
+if ! command -v qemu-system-x86_64 >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1 || ! command -v lz4 >/dev/null 2>&1 || [ ! -f /usr/lib/x86_64-linux-gnu/libc.a ]; then
+  echo "setup: installing qemu-system-x86, gcc, libc6-dev, lz4 (for microvm sessions)" >&2
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 gcc libc6-dev lz4 >/dev/null
+fi
+as_root bash scripts/fetch-microvm-kernel.sh
+
 if [ ! -d node_modules/better-sqlite3/build ] || [ ! -d node_modules/fastify ]; then
   echo "setup: npm install (builds better-sqlite3 from source, ~1-2 min)" >&2
   npm install --no-audit --no-fund --loglevel=error

@@ -7,6 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import { openDataDir, loadOrCreateToken, loadOrCreateNodeId, defaultCacheDir, type DataDirLayout } from './data-dir.js';
 import { SqliteStore } from './stores/sqlite/sqlite-store.js';
 import { GvisorDriver } from './drivers/gvisor/index.js';
+import { QemuMicrovmDriver } from './drivers/qemu/index.js';
+import { SandboxDrivers } from './core/sandbox-drivers.js';
 import { LoopDisks } from './storage/loop-disks.js';
 import { SnapshotDirectory } from './storage/snapshot-directory.js';
 import { LocalImageCatalog } from './images/local-image-catalog.js';
@@ -64,8 +66,10 @@ export interface ServeOptions {
   logger?: boolean;
   /** OTLP/HTTP traces endpoint (default AIRLOCK_OTLP_ENDPOINT; none: no tracing) */
   otlpEndpoint?: string;
-  /** replaceable for tests */
+  /** replaceable for tests: the only driver, instead of gvisor (default) and microvm */
   driver?: SandboxDriver;
+  /** replaceable for tests: every driver, the first the default */
+  drivers?: SandboxDriver[];
   disks?: SessionDisks;
   images?: ImageCatalog;
   /** largest fork; default $AIRLOCK_MAX_FORK_BRANCHES, else 64 */
@@ -121,8 +125,22 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const objectStore = objectsUrl ? await connectObjectStore(parseObjectStorageUrl(objectsUrl)) : undefined;
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
-  const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes });
-  await driver.checkHost();
+  const drivers = new SandboxDrivers(
+    options.drivers ??
+      (options.driver
+        ? [options.driver]
+        : [
+            new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes }),
+            new QemuMicrovmDriver({ stateRoot: join(layout.root, 'microvm'), cacheDir: defaultCacheDir(), sandboxesDir: layout.sandboxes }),
+          ]),
+  );
+  // The default driver must work; another one that does not is reported, and its sessions fail with the cause.
+  await drivers.default.checkHost();
+  for (const driver of drivers.all().slice(1)) {
+    await driver.checkHost().catch((error: unknown) => {
+      process.stderr.write(`airlock: the ${driver.name} sandbox driver is unavailable, sessions asking for it will fail: ${error instanceof Error ? error.message : String(error)}\n`);
+    });
+  }
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
   const objects = objectStore ? openObjectStorage(objectStore, layout, disks) : undefined;
   // Every audit record, once committed, also feeds the console's live event streams.
@@ -135,7 +153,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const egress = wireEgress({ root: layout.root, store, approvals: () => approvals, ...(options.egress ? { config: options.egress } : {}) });
   const sessions = new SessionService({
     store,
-    driver,
+    drivers,
     disks,
     images,
     artifacts,
@@ -146,27 +164,27 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   for (const change of ['requested', 'decided', 'settled'] as const) {
     approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
   }
-  const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions });
+  const snapshots = new SnapshotService({ store, drivers, disks, artifacts, sessions });
   const forks = new ForkService({
-    store, driver, disks, images, artifacts, sessions, snapshots, hooks: sessions.hooks,
+    store, disks, images, artifacts, sessions, snapshots, hooks: sessions.hooks,
     maxBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
   });
   const otlpEndpoint = options.otlpEndpoint ?? process.env['AIRLOCK_OTLP_ENDPOINT'];
   const tracer = otlpEndpoint ? new OtlpExporter(otlpEndpoint) : undefined;
   const thumbnails = new ThumbnailDirectory(layout.thumbnails);
   const takeovers: DesktopTakeovers = new DesktopTakeovers({ store, frames: thumbnails, capture: (sessionId) => desktop.capture(sessionId) });
-  const desktop: DesktopTools = new DesktopTools(sessions, driver, thumbnails, takeovers);
+  const desktop: DesktopTools = new DesktopTools(sessions, thumbnails, takeovers);
   const pipeline = new ToolPipeline({
     store,
     sessions,
     authorizer: new ContractAuthorizer(),
     analyzeCommand,
-    executor: new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks), desktop),
+    executor: new ToolExecutor(sessions, new LineageTools(snapshots, forks), desktop),
     approvals,
     desktop,
     ...(tracer ? { tracer } : {}),
   });
-  const reconciled = await reconcileSessions({ store, driver, disks, artifacts, sessions });
+  const reconciled = await reconcileSessions({ store, disks, artifacts, sessions });
   approvals.resumeAfterRestart();
   const live = store.listSessions().filter((session) => session.state !== 'terminated' && session.state !== 'failed');
   await egress.networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
@@ -184,8 +202,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     sessions,
     snapshots,
     forks,
-    ports: new SessionPorts(sessions, driver),
-    resizer: new SessionResizer(sessions, driver),
+    ports: new SessionPorts(sessions),
+    resizer: new SessionResizer(sessions),
     pipeline,
     approvals,
     desktop,
@@ -234,6 +252,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       // Sandboxes keep running, with no way out until the next start reopens their gateways (fail closed).
       await egress.gateway.closeAll();
       await objects?.close();
+      for (const driver of drivers.all()) await driver.close?.();
       store.close();
     },
   };

@@ -10,7 +10,8 @@
  * exception: branches not yet started are then not created at all.
  */
 import { randomBytes } from 'node:crypto';
-import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
+import type { SandboxHandle } from './sandbox-driver.js';
+import { requireCapability } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotRecord } from './snapshot.js';
@@ -45,7 +46,6 @@ export interface ForkResult {
 /** Collaborators and limits of the fork service. */
 export interface ForkServiceDeps {
   store: Store;
-  driver: SandboxDriver;
   disks: SessionDisks;
   images: ImageCatalog;
   artifacts: SnapshotArtifacts;
@@ -81,6 +81,9 @@ export class ForkService {
       });
     }
     const { sessions, snapshots, artifacts, store } = this.deps;
+    // Before any snapshot is taken for it: the parent's driver must be able to fork at all.
+    const parentId = 'sessionId' in source ? source.sessionId : snapshots.get(source.snapshotId).sessionId;
+    requireCapability(sessions.driverOf(sessions.get(parentId)), 'fork', 'restore one snapshot into several machines', parentId);
     const { snapshot, takenNow } = await this.sourceSnapshot(source);
     // Shared locks on the parent and the snapshot: a terminate of the parent, `snapshots rm` and the
     // retention sweeper wait until every branch is restored, while the parent's own calls go on.
@@ -162,7 +165,8 @@ export class ForkService {
 
   /** One branch: record, disk, restore, identity, hooks; on failure everything of it is removed but its record. */
   private async createBranch(parent: SessionRecord, snapshot: SnapshotRecord, image: ImageRecord, index: number): Promise<ForkBranch> {
-    const { store, sessions, disks, driver, artifacts, hooks } = this.deps;
+    const { store, sessions, disks, artifacts, hooks } = this.deps;
+    const driver = sessions.driverOf(parent);
     const now = this.clock.now().toISOString();
     const lineage = { parentSessionId: parent.id, snapshotId: snapshot.id, branchIndex: index };
     const branch = newSessionRecord(
@@ -178,6 +182,7 @@ export class ForkService {
         resources: parent.resources,
         generation: 1,
         lineage,
+        driver: driver.name,
       },
       now,
     );
@@ -187,7 +192,7 @@ export class ForkService {
       store.appendAudit({
         sessionId: branch.id,
         type: 'session.forked',
-        data: { ...lineage, image: image.name, imageDigest: image.digest, contractVersion: branch.contractVersion, contract: branch.contract, tenant: branch.tenant, principal: branch.principal, resources: branch.resources },
+        data: { ...lineage, image: image.name, imageDigest: image.digest, contractVersion: branch.contractVersion, contract: branch.contract, tenant: branch.tenant, principal: branch.principal, resources: branch.resources, sandbox: driver.name },
       });
     });
     return sessions.locks.exclusive(branch.id, async (): Promise<ForkBranch> => {
@@ -197,10 +202,11 @@ export class ForkService {
         await disks.createFrom(branch.id, artifacts.diskPathFor(snapshot.id));
         const diskMs = Date.now() - started;
         const spec = await sessions.specFor(branch, image);
-        // A failed restore cleans up after itself (driver contract); from here on the handle owns the sandbox.
-        handle = await driver.restore(spec, artifacts.pathFor(snapshot.id));
-        const restoreMs = Date.now() - started - diskMs;
         const identity = { hostname: spec.hostname, machineId: randomBytes(16).toString('hex'), entropy: randomBytes(64) };
+        // A failed restore cleans up after itself (driver contract); from here on the handle owns the sandbox.
+        // The identity rides along: a driver that can hold the branch's processes applies it before they run.
+        handle = await driver.restore({ ...spec, identity }, artifacts.pathFor(snapshot.id));
+        const restoreMs = Date.now() - started - diskMs;
         await driver.personalize(handle, identity);
         sessions.commit(branch, { state: 'running', pendingOperation: null, sandbox: handle }, 'session.started', {
           sandboxId: handle.sandboxId,

@@ -15,6 +15,7 @@ import { AirlockError } from './errors.js';
 import { systemClock, type Clock } from './clock.js';
 import type { SessionService } from './session-service.js';
 import type { SessionRecord } from './session.js';
+import type { DriverCapabilities } from './sandbox-driver.js';
 
 /** Fraction of the suspend timeout after which an idle machine is paused, when the contract names no pause timeout. */
 export const DEFAULT_PAUSE_FRACTION = 0.25;
@@ -52,8 +53,11 @@ export function idlePolicyOf(session: Pick<SessionRecord, 'contract' | 'keepAwak
   };
 }
 
-/** Where an idle session should be now, or undefined to leave it as it is. */
-export function sleepDepthFor(session: SessionRecord, now: Date): 'paused' | 'suspended' | undefined {
+/**
+ * Where an idle session should be now, or undefined to leave it as it is. Only depths its driver can
+ * reach: no pause without the `pause` capability, no suspend without `snapshot` (then a pause, if it can).
+ */
+export function sleepDepthFor(session: SessionRecord, now: Date, capabilities: Pick<DriverCapabilities, 'pause' | 'snapshot'> = { pause: true, snapshot: true }): 'paused' | 'suspended' | undefined {
   if (session.mode !== 'machine' || session.pendingOperation) return undefined;
   if (session.state !== 'running' && session.state !== 'paused') return undefined;
   const policy = idlePolicyOf(session);
@@ -61,8 +65,9 @@ export function sleepDepthFor(session: SessionRecord, now: Date): 'paused' | 'su
   // A machine woken by hand (resume, unpause) counts as active from then on.
   const since = session.state === 'running' ? Math.max(Date.parse(session.lastActivityAt), Date.parse(session.stateSince)) : Date.parse(session.lastActivityAt);
   const idleSeconds = (now.getTime() - since) / 1000;
-  if (idleSeconds >= policy.suspendAfterSeconds) return 'suspended';
-  if (session.state === 'running' && idleSeconds >= policy.pauseAfterSeconds) return 'paused';
+  const canPause = capabilities.pause && session.state === 'running';
+  if (idleSeconds >= policy.suspendAfterSeconds) return capabilities.snapshot ? 'suspended' : canPause ? 'paused' : undefined;
+  if (canPause && idleSeconds >= policy.pauseAfterSeconds) return 'paused';
   return undefined;
 }
 
@@ -108,7 +113,7 @@ export class IdleSleeper {
     for (const session of this.sessions.list(['running', 'paused'])) {
       if (this.inFlight.has(session.id) || (this.retryAt.get(session.id) ?? 0) > now.getTime()) continue;
       if (!this.sessions.locks.isIdle(session.id)) continue;
-      const depth = sleepDepthFor(session, now);
+      const depth = sleepDepthFor(session, now, this.sessions.driverOf(session).capabilities);
       if (depth) work.push(this.sleep(session.id, depth));
     }
     await Promise.all(work);
@@ -132,7 +137,7 @@ export class IdleSleeper {
   }
 
   private depthReached(session: SessionRecord, depth: 'paused' | 'suspended'): boolean {
-    const now = sleepDepthFor(session, this.clock.now());
+    const now = sleepDepthFor(session, this.clock.now(), this.sessions.driverOf(session).capabilities);
     return now === depth || (depth === 'paused' && now === 'suspended');
   }
 }

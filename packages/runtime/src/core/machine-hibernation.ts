@@ -6,7 +6,8 @@
  * service calls these under the session's exclusive lock.
  */
 import { AirlockError, toAirlockError } from './errors.js';
-import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
+import type { SandboxHandle } from './sandbox-driver.js';
+import { requireCapability, type SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
 import type { SealedSnapshot, SnapshotArtifacts } from './snapshot-artifacts.js';
@@ -23,7 +24,7 @@ import { assertTransition, machineHandle, requireMachine, type SessionRecord } f
 /** Collaborators of suspend and resume. */
 export interface HibernationDeps {
   store: Store;
-  driver: SandboxDriver;
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   images: ImageCatalog;
   artifacts: SnapshotArtifacts;
@@ -45,7 +46,9 @@ export class MachineHibernation {
     requireMachine(session, 'suspend');
     assertTransition(session, 'suspend');
     const handle = machineHandle(session);
-    if (session.state === 'paused') await this.deps.driver.unpause(handle);
+    const driver = this.deps.drivers.forHandle(handle);
+    requireCapability(driver, 'snapshot', 'save a machine to a snapshot', session.id);
+    if (session.state === 'paused') await driver.unpause(handle);
     await this.deps.usage.sampleLocked(session.id);
     const snapshotId = newId('snap');
     this.sessions.mark(session, 'suspend', { snapshotId });
@@ -57,15 +60,20 @@ export class MachineHibernation {
       // gVisor cannot save open TCP connections: the gateway resets the session's first.
       await this.deps.networks?.quiesce(session.id);
       // Paused, not stopped, until the image is sealed (with object storage: uploaded, disk included):
-      // a failure before then leaves the machine as it was, and nothing is lost.
-      await this.deps.driver.pause(handle);
-      await this.deps.driver.checkpoint(handle, imageDir, { leaveRunning: true });
+      // a failure before then leaves the machine as it was, and nothing is lost. A driver that cannot
+      // pause checkpoints and stops in one step.
+      if (driver.capabilities.pause) {
+        await driver.pause(handle);
+        await driver.checkpoint(handle, imageDir, { leaveRunning: true });
+      } else {
+        await driver.checkpoint(handle, imageDir, { leaveRunning: false });
+      }
       sealed = await this.deps.artifacts.seal(snapshotId, { liveDiskOf: session.id });
     } catch (error) {
       const failure = toAirlockError(error, 'DRIVER_FAILED');
       await this.deps.artifacts.remove(snapshotId).catch(() => undefined);
-      const alive = await this.deps.driver.status(handle).catch(() => 'missing' as const);
-      if (alive === 'paused') await this.deps.driver.unpause(handle).catch(() => undefined);
+      const alive = await driver.status(handle).catch(() => 'missing' as const);
+      if (alive === 'paused') await driver.unpause(handle).catch(() => undefined);
       if (alive === 'running' || alive === 'paused') {
         this.sessions.commit(session, { state: 'running', pendingOperation: null }, 'session.suspend-failed', {
           code: failure.code,
@@ -84,7 +92,7 @@ export class MachineHibernation {
         details: { sessionId: session.id, stillRunning: alive === 'running' || alive === 'paused' },
       });
     }
-    await this.deps.driver.destroy(handle).catch(() => undefined);
+    await driver.destroy(handle).catch(() => undefined);
     const { checksum, sizeBytes } = sealed;
     const previous = session.resumeSnapshotId;
     const snapshot = this.snapshotRecord(session, snapshotId, 'suspend', { checksum, sizeBytes, parent: previous });
@@ -113,8 +121,9 @@ export class MachineHibernation {
   async resume(session: SessionRecord): Promise<SessionRecord> {
     requireMachine(session, 'resume');
     assertTransition(session, 'resume');
+    const driver = this.sessions.driverOf(session);
     if (session.state === 'paused') {
-      await this.deps.driver.unpause(machineHandle(session));
+      await this.deps.drivers.forHandle(machineHandle(session)).unpause(machineHandle(session));
       return this.sessions.commit(session, { state: 'running' }, 'session.unpaused', {});
     }
     const snapshotId = session.resumeSnapshotId;
@@ -135,14 +144,15 @@ export class MachineHibernation {
     // With object storage, what is not on this host (memory image, disk) is fetched and verified first.
     const fetchedMemory = await this.deps.artifacts.verify(snapshot.id, snapshot.checksum);
     const fetchedDisk = await this.deps.artifacts.prepareDisk(snapshot.id, session.id);
-    await this.deps.disks.ensureMounted(session.id);
+    // Fails early (before anything is marked) when the disk is gone; a VM's disk is left unmounted on the host.
+    await this.sessions.diskVolume(driver, session.id);
     session.generation += 1;
     this.sessions.mark(session, 'resume');
     const spec = await this.sessions.specFor(session, image);
     let handle: SandboxHandle;
     let resumed: SessionRecord;
     try {
-      handle = await this.deps.driver.restore(spec, this.deps.artifacts.pathFor(snapshot.id));
+      handle = await driver.restore(spec, this.deps.artifacts.pathFor(snapshot.id));
       resumed = this.sessions.commit(session, { state: 'running', pendingOperation: null, sandbox: handle }, 'session.resumed', {
         snapshotId: snapshot.id,
         sandboxId: handle.sandboxId,
@@ -151,8 +161,8 @@ export class MachineHibernation {
       });
     } catch (error) {
       const failure = toAirlockError(error, 'DRIVER_FAILED');
-      await this.deps.driver
-        .destroy({ sandboxId: spec.sandboxId, sessionId: session.id, driverData: {} })
+      await driver
+        .destroy({ sandboxId: spec.sandboxId, sessionId: session.id, driver: driver.name, driverData: {} })
         .catch(() => undefined);
       this.sessions.commit(session, { state: 'suspended', pendingOperation: null }, 'session.resume-failed', {
         code: failure.code,

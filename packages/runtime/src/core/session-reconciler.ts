@@ -4,7 +4,7 @@
  * Half-done operations are finished or rolled back, running machines are
  * adopted, and anything on the host that no session owns is removed.
  */
-import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
+import type { SandboxDriver, SandboxHandle, SandboxListing } from './sandbox-driver.js';
 import type { SessionDisks } from './session-disks.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { Store } from './store.js';
@@ -38,12 +38,11 @@ export interface ReconcileReport {
  */
 export async function reconcileSessions(deps: {
   store: Store;
-  driver: SandboxDriver;
   disks: SessionDisks;
   artifacts: SnapshotArtifacts;
   sessions: SessionService;
 }): Promise<ReconcileReport> {
-  const { store, driver, disks, artifacts, sessions } = deps;
+  const { store, disks, artifacts, sessions } = deps;
   const report: ReconcileReport = { adopted: [], rolledBack: [], completed: [], failed: [], orphansRemoved: [], problems: [] };
 
   /** Runs one repair; a failure becomes a reported problem instead of an abort. */
@@ -83,21 +82,23 @@ export async function reconcileSessions(deps: {
     });
   }
 
-  // Sandboxes: what no session's record holds is an orphan (a crash mid-create, mid-restore, a per-call run).
-  let listings: Awaited<ReturnType<SandboxDriver['list']>> = [];
-  await attempt('sandboxes', async () => {
-    listings = await driver.list();
-  });
+  // Sandboxes, of every driver: what no session's record holds is an orphan (a crash mid-create, mid-restore, a per-call run).
   const owned = new Set<string>();
   await attempt('sessions', async () => {
     for (const session of store.listSessions()) if (session.sandbox && session.state !== 'terminated') owned.add(session.sandbox.sandboxId);
   });
-  for (const sandbox of listings) {
-    if (owned.has(sandbox.sandboxId)) continue;
-    await attempt(`sandbox:${sandbox.sandboxId}`, async () => {
-      await driver.destroy({ sandboxId: sandbox.sandboxId, sessionId: sandbox.sessionId ?? sessionIdOf(sandbox.sandboxId), driverData: {} });
-      report.orphansRemoved.push(sandbox.sandboxId);
+  for (const driver of sessions.drivers.all()) {
+    let listings: SandboxListing[] = [];
+    await attempt(`sandboxes:${driver.name}`, async () => {
+      listings = await driver.list();
     });
+    for (const sandbox of listings) {
+      if (owned.has(sandbox.sandboxId)) continue;
+      await attempt(`sandbox:${sandbox.sandboxId}`, async () => {
+        await driver.destroy({ sandboxId: sandbox.sandboxId, sessionId: sandbox.sessionId ?? '', driver: driver.name, driverData: {} });
+        report.orphansRemoved.push(sandbox.sandboxId);
+      });
+    }
   }
 
   // Failed sessions keep their disk: it is what a user recovers their work from.
@@ -153,6 +154,7 @@ export async function reconcileSessions(deps: {
   return report;
 
   async function reconcileOne(session: SessionRecord): Promise<void> {
+    const driver: SandboxDriver = sessions.driverOf(session);
     const handle: SandboxHandle | null = session.sandbox;
     const status = handle ? await driver.status(handle) : 'missing';
     const alive = status === 'running' || status === 'paused';
@@ -211,12 +213,13 @@ export async function reconcileSessions(deps: {
       return;
     }
     if (session.mode === 'per-call' && session.state === 'running') {
-      await disks.ensureMounted(session.id);
+      await sessions.diskVolume(driver, session.id);
       report.adopted.push(session.id);
       return;
     }
     if ((session.state === 'running' || session.state === 'paused') && alive) {
-      await disks.ensureMounted(session.id);
+      // A microVM holds its disk as a block device: it must stay unmounted on the host.
+      await sessions.diskVolume(driver, session.id);
       const state = status === 'paused' ? 'paused' : 'running';
       if (state !== session.state || session.pendingOperation) {
         sessions.commit(session, { state, pendingOperation: null }, 'session.reconciled', { outcome: state, action: 'adopted' });
@@ -235,8 +238,4 @@ function pendingSnapshotId(store: Store, sessionId: string): string | undefined 
   const started = store.listAudit(sessionId, { types: ['session.suspend-started'] }).at(-1);
   const id = started?.data['snapshotId'];
   return typeof id === 'string' ? id : undefined;
-}
-
-function sessionIdOf(sandboxId: string): string {
-  return sandboxId.replace(/^airlock-/, '').replace(/-g\d+$/, '').replace(/-(run|fork)-.*$/, '');
 }

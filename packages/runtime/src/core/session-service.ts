@@ -5,7 +5,8 @@
  * session that `reconcile()` can bring back to a resumable state.
  */
 import { AirlockError, isAirlockError, toAirlockError } from './errors.js';
-import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources, SandboxSpec } from './sandbox-driver.js';
+import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources, SandboxSpec, SandboxVolume } from './sandbox-driver.js';
+import { requireCapability, type SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
@@ -41,7 +42,8 @@ export interface SessionLayout {
 /** Collaborators of the session service. */
 export interface SessionServiceDeps {
   store: Store;
-  driver: SandboxDriver;
+  /** the drivers sessions may run on; a session keeps its driver for life */
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   images: ImageCatalog;
   artifacts: SnapshotArtifacts;
@@ -59,6 +61,8 @@ export interface CreateSessionInput {
   imageName?: string;
   contract: SessionContract;
   mode?: ExecutionMode;
+  /** the sandbox driver by name (`gvisor`, `microvm`); default: the contract's `sandbox`, else the server's default */
+  sandbox?: string;
 }
 
 /** The default image sessions start from. */
@@ -72,8 +76,9 @@ export class SessionService {
   /** activity, resource samples and per-call time of sessions */
   readonly usage: UsageMeter;
   private readonly hibernation: MachineHibernation;
+  /** the drivers of sessions, by name */
+  readonly drivers: SandboxDrivers;
   private readonly store: Store;
-  private readonly driver: SandboxDriver;
   private readonly disks: SessionDisks;
   private readonly images: ImageCatalog;
   private readonly artifacts: SnapshotArtifacts;
@@ -83,7 +88,7 @@ export class SessionService {
 
   constructor(deps: SessionServiceDeps) {
     this.store = deps.store;
-    this.driver = deps.driver;
+    this.drivers = deps.drivers;
     this.disks = deps.disks;
     this.images = deps.images;
     this.artifacts = deps.artifacts;
@@ -91,11 +96,11 @@ export class SessionService {
     this.clock = deps.clock ?? systemClock;
     this.locks = deps.locks ?? new SessionLocks();
     this.networks = deps.networks;
-    this.hooks = deps.hooks ?? new LifecycleHooks({ driver: deps.driver, store: deps.store });
-    this.usage = new UsageMeter({ store: this.store, driver: this.driver, disks: this.disks, locks: this.locks, clock: this.clock });
+    this.hooks = deps.hooks ?? new LifecycleHooks({ drivers: deps.drivers, store: deps.store });
+    this.usage = new UsageMeter({ store: this.store, drivers: this.drivers, disks: this.disks, locks: this.locks, clock: this.clock });
     this.hibernation = new MachineHibernation(this, {
       store: this.store,
-      driver: this.driver,
+      drivers: this.drivers,
       disks: this.disks,
       images: this.images,
       artifacts: this.artifacts,
@@ -122,8 +127,14 @@ export class SessionService {
     return this.store.listSessions(states ? { states } : {});
   }
 
+  /** The driver of a session's machines. */
+  driverOf(session: Pick<SessionRecord, 'driver'>): SandboxDriver {
+    return this.drivers.forSession(session);
+  }
+
   /** Creates a session and starts its machine (per-call sessions only get their disk). */
   async create(input: CreateSessionInput): Promise<SessionRecord> {
+    const driver = this.drivers.get(chooseDriver(input, this.drivers.default.name));
     const image = await this.images.get(input.imageName ?? DEFAULT_IMAGE);
     const now = this.clock.now().toISOString();
     const contract = input.contract;
@@ -141,6 +152,7 @@ export class SessionService {
         resources,
         generation: 0,
         lineage: null,
+        driver: driver.name,
       },
       now,
     );
@@ -158,6 +170,7 @@ export class SessionService {
           tenant: session.tenant,
           principal: session.principal,
           resources,
+          sandbox: driver.name,
         },
       });
     });
@@ -168,10 +181,12 @@ export class SessionService {
           return this.commit(session, { state: 'running', pendingOperation: null }, 'session.started', { mode: 'per-call' });
         }
         session.generation = 1;
-        const handle = await this.driver.start(await this.specFor(session, image));
+        const handle = await driver.start(await this.specFor(session, image));
         const started = this.commit(session, { state: 'running', pendingOperation: null, sandbox: handle }, 'session.started', {
           sandboxId: handle.sandboxId,
-          driver: this.driver.name,
+          driver: driver.name,
+          imageDigest: image.digest,
+          ...(await runtimeOf(driver)),
         });
         // After the commit, like on-resume: a failing hook is recorded and never undoes the start.
         if (image.startHooks !== false) await this.hooks.run(handle, session.id, 'on-start', { AIRLOCK_SESSION_ID: session.id, ...startEnvironment(contract) });
@@ -214,15 +229,18 @@ export class SessionService {
     return this.locks.exclusive(id, async () => {
       const session = this.get(id);
       if (session.mode !== 'machine' || session.pendingOperation || !stillIdle(session)) return undefined;
-      if (depth === 'suspended') return session.state === 'running' || session.state === 'paused' ? this.hibernation.suspend(session, 'idle') : undefined;
-      return session.state === 'running' ? this.pauseLocked(session, 'idle') : undefined;
+      // Only the depths the session's driver can reach (the sleeper checks too; this is the authority).
+      const { capabilities } = this.driverOf(session);
+      if (depth === 'suspended') return capabilities.snapshot && (session.state === 'running' || session.state === 'paused') ? this.hibernation.suspend(session, 'idle') : undefined;
+      return capabilities.pause && session.state === 'running' ? this.pauseLocked(session, 'idle') : undefined;
     });
   }
 
   private async pauseLocked(session: SessionRecord, reason: 'manual' | 'idle'): Promise<SessionRecord> {
     requireMachine(session, 'pause');
     assertTransition(session, 'pause');
-    await this.driver.pause(machineHandle(session));
+    requireCapability(this.driverOf(session), 'pause', 'pause a machine in place', session.id);
+    await this.drivers.forHandle(machineHandle(session)).pause(machineHandle(session));
     return this.commit(session, { state: 'paused' }, 'session.paused', { reason });
   }
 
@@ -306,16 +324,26 @@ export class SessionService {
       if ((session.state === 'creating' || session.state === 'terminated' || session.state === 'failed') && !recoverable) {
         requireCallableState(session);
       }
-      const image = await this.images.get(session.imageName);
-      const spec = await this.specFor(session, image);
-      const sandboxId = `airlock-${session.id}-run-${newId('c').slice(2, 12)}`;
-      this.usage.touch(session.id);
-      const outcome = await this.driver.runOnce(
-        { ...spec, sandboxId, stateDir: this.layout.sandboxStateDir(sandboxId), oneShot: { argv: request.argv } },
-        request,
-      );
-      this.usage.chargePerCall(id, outcome.durationMs);
-      return outcome;
+      const driver = this.driverOf(session);
+      const run = async (): Promise<ExecOutcome> => {
+        const image = await this.images.get(session.imageName);
+        const spec = await this.specFor(session, image, newId('c').slice(2, 12));
+        this.usage.touch(session.id);
+        const outcome = await driver.runOnce({ ...spec, oneShot: { argv: request.argv } }, request);
+        this.usage.chargePerCall(id, outcome.durationMs);
+        return outcome;
+      };
+      if (driver.capabilities.sharedDisk) return run();
+      // A block-device disk has one user at a time: never beside the session's machine (whose kernel caches
+      // it, suspended or not), and per-call sandboxes one after another.
+      if (session.mode === 'machine' && session.state !== 'failed') {
+        throw new AirlockError(
+          'INVALID_STATE',
+          `session ${id} runs on the ${driver.name} driver, whose machine holds the session disk: run the command on the machine (without --ephemeral)`,
+          { details: { sessionId: id, driver: driver.name } },
+        );
+      }
+      return this.locks.exclusive(`${id}#disk`, run);
     });
   }
 
@@ -327,10 +355,11 @@ export class SessionService {
   }
 
   private async sanitize(session: SessionRecord): Promise<void> {
-    if (session.sandbox) await this.driver.destroy(session.sandbox);
+    if (session.sandbox) await this.drivers.forHandle(session.sandbox).destroy(session.sandbox);
     // Sandboxes the record never held (a start that failed half-way, a crash before the handle was stored).
-    for (const leftover of await this.driver.list()) {
-      if (leftover.sessionId === session.id) await this.driver.destroy({ sandboxId: leftover.sandboxId, sessionId: session.id, driverData: {} });
+    const driver = this.driverOf(session);
+    for (const leftover of await driver.list()) {
+      if (leftover.sessionId === session.id) await driver.destroy({ sandboxId: leftover.sandboxId, sessionId: session.id, driver: driver.name, driverData: {} });
     }
     await this.disks.destroy(session.id);
     for (const snapshot of this.store.listSnapshots({ sessionId: session.id })) {
@@ -349,22 +378,36 @@ export class SessionService {
     });
   }
 
-  /** Builds the driver spec for the session's next sandbox incarnation. */
-  async specFor(session: SessionRecord, image: ImageRecord): Promise<SandboxSpec> {
-    const diskDir = await this.disks.ensureMounted(session.id);
-    const sandboxId = `airlock-${session.id}-g${session.generation}`;
+  /** Builds the driver spec for the session's next sandbox incarnation (or a per-call sandbox, given its nonce). */
+  async specFor(session: SessionRecord, image: ImageRecord, perCallNonce?: string): Promise<SandboxSpec> {
+    const driver = this.driverOf(session);
+    const sandboxId = driver.sandboxIdFor(
+      perCallNonce === undefined
+        ? { sessionId: session.id, purpose: 'machine', generation: session.generation }
+        : { sessionId: session.id, purpose: 'per-call', nonce: perCallNonce },
+    );
+    const disk = await this.diskVolume(driver, session.id);
+    const rootfs: SandboxVolume =
+      driver.volumes.rootfs === 'directory' ? { kind: 'directory', path: image.rootfsDir } : { kind: 'block-device', path: await this.images.rootfsBlockDevice(image.name) };
     const net = await this.networks?.prepare(session, image);
     return {
       sandboxId,
       sessionId: session.id,
-      rootfsDir: image.rootfsDir,
-      diskDir,
+      rootfs,
+      disk,
       stateDir: this.layout.sandboxStateDir(sandboxId),
       hostname: session.id.replace(/_/g, '-'),
       resources: session.resources,
       env: net ? { ...image.env, ...net.env } : image.env,
       ...(net ? { network: net.network } : {}),
     };
+  }
+
+  /** The session disk in the form the driver takes: mounted on the host, or unmounted for a VM to attach. */
+  async diskVolume(driver: SandboxDriver, sessionId: string): Promise<SandboxVolume> {
+    return driver.volumes.disk === 'directory'
+      ? { kind: 'directory', path: await this.disks.ensureMounted(sessionId) }
+      : { kind: 'block-device', path: await this.disks.blockDevice(sessionId) };
   }
 
   /** Records that an operation is in flight before it touches the sandbox. */
@@ -399,6 +442,22 @@ export class SessionService {
       return next;
     });
   }
+}
+
+/** The driver a new session asks for: the request's, else the contract's `sandbox`; both given must agree. */
+function chooseDriver(input: CreateSessionInput, fallback: string): string {
+  const fromContract = (input.contract as { sandbox?: string }).sandbox;
+  if (input.sandbox !== undefined && fromContract !== undefined && input.sandbox !== fromContract) {
+    throw new AirlockError('INVALID_ARGUMENTS', `the contract asks for sandbox ${fromContract} and the request for ${input.sandbox}; give one of them, or the same in both`, {
+      details: { field: 'sandbox' },
+    });
+  }
+  return input.sandbox ?? fromContract ?? fallback;
+}
+
+/** What the driver runs sandboxes with, for the audit log; nothing when it cannot say (never fatal). */
+async function runtimeOf(driver: SandboxDriver): Promise<Record<string, string>> {
+  return (await driver.describeRuntime?.().catch(() => undefined)) ?? {};
 }
 
 /** What on-start hooks learn from the contract: the display size a desktop image starts with. */

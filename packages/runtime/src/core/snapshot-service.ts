@@ -7,7 +7,7 @@
  * saw. Checksumming (slow) happens after the thaw. Suspend snapshots (memory
  * only: their disk stays live) are listed here too.
  */
-import type { SandboxDriver } from './sandbox-driver.js';
+import { requireCapability, type SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { SealedSnapshot, SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotReason, SnapshotRecord } from './snapshot.js';
@@ -21,7 +21,7 @@ import { systemClock, type Clock } from './clock.js';
 /** Collaborators of the snapshot service. */
 export interface SnapshotServiceDeps {
   store: Store;
-  driver: SandboxDriver;
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   artifacts: SnapshotArtifacts;
   sessions: SessionService;
@@ -36,7 +36,7 @@ export interface RetentionSweeper {
 /** Creates, lists, removes and expires snapshots. */
 export class SnapshotService {
   private readonly store: Store;
-  private readonly driver: SandboxDriver;
+  private readonly drivers: SandboxDrivers;
   private readonly disks: SessionDisks;
   private readonly artifacts: SnapshotArtifacts;
   private readonly sessions: SessionService;
@@ -44,7 +44,7 @@ export class SnapshotService {
 
   constructor(deps: SnapshotServiceDeps) {
     this.store = deps.store;
-    this.driver = deps.driver;
+    this.drivers = deps.drivers;
     this.disks = deps.disks;
     this.artifacts = deps.artifacts;
     this.sessions = deps.sessions;
@@ -59,16 +59,19 @@ export class SnapshotService {
       requireLiveMachine(session);
       const handle = session.sandbox;
       if (!handle) throw new AirlockError('INVALID_STATE', `session ${session.id} has no running machine`, { details: { sessionId } });
+      const driver = this.drivers.forHandle(handle);
+      requireCapability(driver, 'snapshot', 'snapshot a machine', session.id);
+      requireCapability(driver, 'pause', 'hold a machine still while its memory and disk are saved', session.id);
       const wasPaused = session.state === 'paused';
       const pausedAt = Date.now();
       try {
-        if (!wasPaused) await this.driver.pause(handle);
+        if (!wasPaused) await driver.pause(handle);
         try {
           // Paused already, the driver checkpoints without thawing; the disk is copied before the thaw.
-          await this.driver.checkpoint(handle, this.artifacts.pathFor(snapshotId), { leaveRunning: true });
+          await driver.checkpoint(handle, this.artifacts.pathFor(snapshotId), { leaveRunning: true });
           await this.disks.snapshot(session.id, this.artifacts.diskPathFor(snapshotId));
         } finally {
-          if (!wasPaused) await this.driver.unpause(handle);
+          if (!wasPaused) await driver.unpause(handle);
         }
       } catch (error) {
         await this.artifacts.remove(snapshotId).catch(() => undefined);

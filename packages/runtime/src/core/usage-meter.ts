@@ -4,7 +4,7 @@
  * each written in one transaction on the freshest record so that concurrent
  * calls never lose each other's charges.
  */
-import type { SandboxDriver } from './sandbox-driver.js';
+import type { SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { SessionLocks } from './session-locks.js';
 import type { SessionRecord } from './session.js';
@@ -14,7 +14,7 @@ import type { Clock } from './clock.js';
 /** Collaborators of the meter. */
 export interface UsageMeterDeps {
   store: Store;
-  driver: SandboxDriver;
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   locks: SessionLocks;
   clock: Clock;
@@ -51,10 +51,10 @@ export class UsageMeter {
 
   /** `sample` for a caller that already holds the session's lock. */
   async sampleLocked(sessionId: string): Promise<void> {
-    const { store, driver, disks, clock } = this.deps;
+    const { store, drivers, disks, clock } = this.deps;
     const session = store.getSession(sessionId);
     if (!session) return;
-    const usage = session.sandbox ? await driver.usage(session.sandbox).catch(() => undefined) : undefined;
+    const usage = session.sandbox ? await drivers.forHandle(session.sandbox).usage(session.sandbox).catch(() => undefined) : undefined;
     const disk = await disks.usage(sessionId).catch(() => undefined);
     const now = clock.now();
     this.update(sessionId, (fresh) => {

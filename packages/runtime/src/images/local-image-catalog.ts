@@ -23,6 +23,7 @@ import { digestRootfs } from './image-digest.js';
 import { errnoCode, toImageError } from './image-errors.js';
 import { imageExists, removeAtomically, StagingDirectory, sweepLeftovers, writeJsonAtomic } from './image-staging.js';
 import { importOciArchive as importArchive } from './oci-archive-importer.js';
+import { ensureRootfsBlockImage } from './rootfs-block-image.js';
 
 /** Options of the host image catalog. */
 export interface LocalImageCatalogOptions {
@@ -100,6 +101,11 @@ export class LocalImageCatalog implements ImageCatalog {
     const record = await this.read(checkName(name));
     if (record === undefined) throw notFound(name);
     return record;
+  }
+
+  /** The image's root filesystem as a read-only ext4 image file, cached per digest under the cache dir. */
+  async rootfsBlockDevice(name: string): Promise<string> {
+    return ensureRootfsBlockImage(await this.get(name), this.options.cacheDir);
   }
 
   /**

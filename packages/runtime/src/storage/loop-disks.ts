@@ -64,6 +64,16 @@ export class LoopDisks implements SessionDisks, DiskImages {
     return join(dir, MOUNT);
   }
 
+  async blockDevice(sessionId: string): Promise<string> {
+    const dir = this.dirOf(sessionId);
+    if (!(await exists(join(dir, IMAGE)))) {
+      throw new AirlockError('NOT_FOUND', `session ${sessionId} has no disk under ${this.root}; create it first`);
+    }
+    // No lazy unmount here: a filesystem still mounted on the host while a guest mounts it is corruption.
+    await this.unmount(sessionId, false);
+    return join(dir, IMAGE);
+  }
+
   async clone(fromSessionId: string, toSessionId: string): Promise<string> {
     const to = this.dirOf(toSessionId);
     if (await exists(join(to, IMAGE))) {
@@ -165,11 +175,7 @@ export class LoopDisks implements SessionDisks, DiskImages {
 
   async destroy(sessionId: string): Promise<void> {
     const dir = this.dirOf(sessionId);
-    const mountPoint = join(dir, MOUNT);
-    // Loop until nothing is mounted there: a crash may have stacked mounts.
-    for (let attempt = 0; attempt < 5 && (await isMountPoint(mountPoint)); attempt++) {
-      await run('umount', [mountPoint]).catch(() => run('umount', ['-l', mountPoint]));
-    }
+    await this.unmount(sessionId);
     // `mount -o loop` auto-detaches on umount, but not after a crash between attach and mount.
     if (await exists(join(dir, IMAGE))) {
       const attached = await run('losetup', ['-j', join(dir, IMAGE)]).catch(() => '');
@@ -182,9 +188,17 @@ export class LoopDisks implements SessionDisks, DiskImages {
   }
 
   async usage(sessionId: string): Promise<DiskUsage> {
-    const mountPoint = await this.ensureMounted(sessionId);
-    const stats = await statfs(mountPoint);
-    return { sizeBytes: stats.blocks * stats.bsize, usedBytes: (stats.blocks - stats.bfree) * stats.bsize };
+    const dir = this.dirOf(sessionId);
+    const mountPoint = join(dir, MOUNT);
+    if (await isMountPoint(mountPoint)) {
+      const stats = await statfs(mountPoint);
+      return { sizeBytes: stats.blocks * stats.bsize, usedBytes: (stats.blocks - stats.bfree) * stats.bsize };
+    }
+    // Not mounted (attached to a microVM as a block device, which the host must not mount meanwhile):
+    // the host blocks the sparse image holds are what the session wrote, give or take ext4's metadata.
+    const image = await stat(join(dir, IMAGE)).catch(() => undefined);
+    if (!image) throw new AirlockError('NOT_FOUND', `session ${sessionId} has no disk under ${this.root}; create it first`);
+    return { sizeBytes: image.size, usedBytes: Math.min(image.size, image.blocks * 512) };
   }
 
   async list(): Promise<string[]> {
@@ -205,12 +219,28 @@ export class LoopDisks implements SessionDisks, DiskImages {
    * separate `sync`: every process spawned here lengthens a snapshot's pause.)
    */
   private async frozenCopy(sessionId: string, dest: string): Promise<void> {
-    const source = await this.ensureMounted(sessionId);
+    const source = join(this.dirOf(sessionId), MOUNT);
+    if (!(await isMountPoint(source))) {
+      // Attached to a microVM (or idle): nothing on the host writes to it, and a VM's caller stopped it first.
+      await run('cp', ['--reflink=auto', '--sparse=always', join(this.dirOf(sessionId), IMAGE), dest]);
+      return;
+    }
     await run('fsfreeze', ['--freeze', source]);
     try {
       await run('cp', ['--reflink=auto', '--sparse=always', join(this.dirOf(sessionId), IMAGE), dest]);
     } finally {
       await run('fsfreeze', ['--unfreeze', source]);
+    }
+  }
+
+  /** Unmounts the disk wherever it is mounted (a crash may have stacked mounts); idempotent. */
+  private async unmount(sessionId: string, lazyFallback = true): Promise<void> {
+    const mountPoint = join(this.dirOf(sessionId), MOUNT);
+    for (let attempt = 0; attempt < 5 && (await isMountPoint(mountPoint)); attempt++) {
+      await run('umount', [mountPoint]).catch((error: unknown) => {
+        if (lazyFallback) return run('umount', ['-l', mountPoint]);
+        throw diskError(error, `unmounting the disk of session ${sessionId} from the host (something on the host still uses ${mountPoint})`);
+      });
     }
   }
 

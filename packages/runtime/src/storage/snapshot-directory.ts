@@ -135,7 +135,7 @@ export class SnapshotDirectory implements SnapshotArtifacts {
 
 /**
  * sha256 over every file of a tree: relative path, size and content, in
- * sorted path order. A disk image (`*.ext4`) is hashed chunk-wise without its
+ * sorted path order. A disk image (`*.ext4`) or a microVM RAM file (`*.raw`) is hashed chunk-wise without its
  * all-zero chunks (see sparse-digest.ts): a 2 GiB sparse disk then costs what
  * it holds, not 2 GiB of reads. The size reported is what the files take on
  * the host (allocated blocks), not their apparent size.
@@ -149,7 +149,7 @@ export async function snapshotTreeDigest(dir: string): Promise<{ checksum: strin
     const info = await stat(file);
     sizeBytes += Math.min(info.size, info.blocks * 512);
     let digest: string;
-    if (file.endsWith('.ext4')) digest = await sparseFileDigest(file, info.size);
+    if (file.endsWith('.ext4') || file.endsWith('.raw')) digest = await sparseFileDigest(file, info.size);
     else {
       const content = createHash('sha256');
       for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) content.update(chunk as Buffer);

@@ -20,6 +20,7 @@ import type { Authorizer, PolicyDecision, AuthorizationContext } from '../../src
 import type { SessionDisks } from '../../src/core/session-disks.js';
 import type { ImageCatalog, ImageRecord } from '../../src/images/image-catalog.js';
 import { AirlockError } from '../../src/core/errors.js';
+import { SandboxDrivers } from '../../src/core/sandbox-drivers.js';
 import { DesktopTools } from '../../src/core/desktop-tools.js';
 import { DesktopTakeovers } from '../../src/core/desktop-takeovers.js';
 import type { ThumbnailStore } from '../../src/core/screen-thumbnails.js';
@@ -35,6 +36,10 @@ export class DirectoryDisks implements SessionDisks {
     const dir = join(this.root, sessionId);
     mkdirSync(dir, { recursive: true });
     return dir;
+  }
+  /** A directory stands in for the image file: unit tests never attach it. */
+  async blockDevice(sessionId: string): Promise<string> {
+    return this.ensureMounted(sessionId);
   }
   async clone(_from: string, to: string): Promise<string> {
     return this.ensureMounted(to);
@@ -84,6 +89,9 @@ export class StaticImages implements ImageCatalog {
     if (name !== this.image.name && name !== 'debian-bookworm') throw new AirlockError('IMAGE_NOT_FOUND', `no image ${name}`);
     return this.image;
   }
+  async rootfsBlockDevice(): Promise<string> {
+    return `${this.image.rootfsDir}.ext4`;
+  }
   async buildDebian(): Promise<ImageRecord> {
     return this.image;
   }
@@ -129,7 +137,9 @@ export class ManualClock implements Clock {
 /** The wired core. */
 export interface CoreFixture {
   dir: string;
+  /** the default driver */
   driver: FakeDriver;
+  drivers: SandboxDrivers;
   store: SqliteStore;
   disks: DirectoryDisks;
   images: StaticImages;
@@ -149,28 +159,31 @@ export interface CoreFixture {
 }
 
 /** Builds a fresh fixture; `maxBranches` (of a fork) defaults to 64, `concurrency` (branches restored at once) to 4. */
-export function coreFixture(options: { maxBranches?: number; concurrency?: number } = {}): CoreFixture {
+export function coreFixture(options: { maxBranches?: number; concurrency?: number; extraDrivers?: FakeDriver[] } = {}): CoreFixture {
   const dir = mkdtempSync('/tmp/airlock-core-');
   const driver = new FakeDriver();
+  const drivers = new SandboxDrivers([driver, ...(options.extraDrivers ?? [])]);
   const store = new SqliteStore(join(dir, 'airlock.db'));
   const artifacts = new SnapshotDirectory(join(dir, 'snapshots'));
   const disks = new DirectoryDisks(join(dir, 'disks'));
   const images = new StaticImages();
   const sessions = new SessionService({
     store,
-    driver,
+    drivers,
     disks,
     images,
     artifacts,
     layout: { sandboxStateDir: (id) => join(dir, 'state', id) },
   });
   // the fake checkpoint writes nothing: give every snapshot one file so it can be sealed
-  const realCheckpoint = driver.checkpoint.bind(driver);
-  driver.checkpoint = async (handle, imageDir, options) => {
-    mkdirSync(imageDir, { recursive: true });
-    writeFileSync(join(imageDir, 'checkpoint.img'), `memory of ${handle.sandboxId}`);
-    return realCheckpoint(handle, imageDir, options);
-  };
+  for (const each of drivers.all() as FakeDriver[]) {
+    const realCheckpoint = each.checkpoint.bind(each);
+    each.checkpoint = async (handle, imageDir, checkpointOptions) => {
+      mkdirSync(imageDir, { recursive: true });
+      writeFileSync(join(imageDir, 'checkpoint.img'), `memory of ${handle.sandboxId}`);
+      return realCheckpoint(handle, imageDir, checkpointOptions);
+    };
+  }
   const approvals = new ApprovalService(store);
   const authorizer = new ScriptedAuthorizer();
   const analyze = (input: { command?: string; argv?: string[] }): CommandAnalysis => {
@@ -178,10 +191,9 @@ export function coreFixture(options: { maxBranches?: number; concurrency?: numbe
     return { programs: [...new Set(words.filter(Boolean))].sort(), analysable: true, reasons: [] };
   };
   const clock = new ManualClock();
-  const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions, clock });
+  const snapshots = new SnapshotService({ store, drivers, disks, artifacts, sessions, clock });
   const forks = new ForkService({
     store,
-    driver,
     disks,
     images,
     artifacts,
@@ -194,12 +206,13 @@ export function coreFixture(options: { maxBranches?: number; concurrency?: numbe
   });
   const thumbnails = new MemoryThumbnails();
   const takeovers: DesktopTakeovers = new DesktopTakeovers({ store, frames: thumbnails, capture: (sessionId) => desktop.capture(sessionId), clock, frameIntervalMs: 50 });
-  const desktop: DesktopTools = new DesktopTools(sessions, driver, thumbnails, takeovers);
-  const executor = new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks), desktop);
+  const desktop: DesktopTools = new DesktopTools(sessions, thumbnails, takeovers);
+  const executor = new ToolExecutor(sessions, new LineageTools(snapshots, forks), desktop);
   const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor, approvals, desktop });
   return {
     dir,
     driver,
+    drivers,
     store,
     disks,
     images,

@@ -3096,6 +3096,8 @@ export interface components {
             image?: string;
             /** @enum {string} */
             mode?: "machine" | "per-call";
+            /** @description sandbox driver: gvisor (default) or microvm; overrides nothing: a contract naming another is refused */
+            sandbox?: string;
         };
         desktop_act_arguments: {
             /** @constant */
@@ -3349,6 +3351,7 @@ export interface components {
                 } & {
                     [key: string]: unknown;
                 };
+                sandbox: string;
                 sandboxId: string | null;
                 snapshotId: string | null;
                 /** @enum {string} */
@@ -3500,6 +3503,7 @@ export interface components {
             } & {
                 [key: string]: unknown;
             };
+            sandbox: string;
             sandboxId: string | null;
             snapshotId: string | null;
             /** @enum {string} */
@@ -3576,6 +3580,7 @@ export interface components {
                 } & {
                     [key: string]: unknown;
                 };
+                sandbox: string;
                 sandboxId: string | null;
                 snapshotId: string | null;
                 /** @enum {string} */

@@ -124,8 +124,8 @@ describe('SessionService', () => {
     const handle = fx.sessions.get(session.id).sandbox;
     assert.ok(handle);
     await fx.driver.checkpoint(handle, fx.artifacts.pathFor(snapshotId), { leaveRunning: false });
-    await fx.driver.start({ sandboxId: 'airlock-ses_orphan-g1', sessionId: 'ses_orphan', rootfsDir: '', diskDir: '', stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
-    const report = await reconcileSessions({ store: fx.store, driver: fx.driver, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
+    await fx.driver.start({ sandboxId: 'airlock-ses_orphan-g1', sessionId: 'ses_orphan', rootfs: { kind: 'directory', path: '' }, disk: { kind: 'directory', path: '' }, stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
+    const report = await reconcileSessions({ store: fx.store, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
     assert.deepEqual(report.completed, [session.id]);
     assert.ok(report.orphansRemoved.includes('airlock-ses_orphan-g1'));
     const after = fx.sessions.get(session.id);
@@ -144,7 +144,7 @@ describe('SessionService', () => {
       record.sandbox = null;
       fx.store.updateSession(record);
     });
-    await fx.driver.start({ sandboxId: 'stuck-sandbox', sessionId: 'ses_gone', rootfsDir: '', diskDir: '', stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
+    await fx.driver.start({ sandboxId: 'stuck-sandbox', sessionId: 'ses_gone', rootfs: { kind: 'directory', path: '' }, disk: { kind: 'directory', path: '' }, stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
     const destroy = fx.driver.destroy.bind(fx.driver);
     fx.driver.destroy = async (handle) => {
       if (handle.sandboxId === 'stuck-sandbox') throw new AirlockError('DRIVER_FAILED', 'runsc delete timed out');
@@ -153,7 +153,7 @@ describe('SessionService', () => {
     // What an interrupted checkpoint and an interrupted seal leave in the snapshot folder.
     mkdirSync(join(fx.dir, 'snapshots', 'snap_half0000000000.partial-0a1b2c3d'), { recursive: true });
     writeFileSync(join(fx.dir, 'snapshots', 'snap_sealonly000000.seal.json'), '{}');
-    const report = await reconcileSessions({ store: fx.store, driver: fx.driver, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
+    const report = await reconcileSessions({ store: fx.store, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
     assert.deepEqual(report.problems.map((problem) => [problem.item, problem.code]), [['sandbox:stuck-sandbox', 'DRIVER_FAILED']]);
     assert.deepEqual(report.failed, [crashedCreate.id]);
     assert.equal(fx.sessions.get(crashedCreate.id).state, 'failed');
@@ -167,7 +167,7 @@ describe('SessionService', () => {
   it('reconciles after a crash: a running session whose machine is gone is marked failed, not lost silently', async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     fx.driver.sandboxes.clear();
-    const report = await reconcileSessions({ store: fx.store, driver: fx.driver, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
+    const report = await reconcileSessions({ store: fx.store, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
     assert.deepEqual(report.failed, [session.id]);
     assert.equal(fx.sessions.get(session.id).failure?.code, 'SANDBOX_DIED');
   });
