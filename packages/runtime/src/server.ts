@@ -29,7 +29,7 @@ import { buildHttpServer } from './api/http-server.js';
 import type { AirlockServices } from './api/airlock-services.js';
 import type { SandboxDriver } from './core/sandbox-driver.js';
 import type { SessionDisks } from './core/session-disks.js';
-import type { ImageCatalog } from './images/image-catalog.js';
+import type { ImageCatalog } from './core/image-catalog.js';
 import { wireEgress } from './egress/egress-wiring.js';
 import type { EgressConfig } from './egress/egress-config.js';
 import { ContractUpdates } from './core/contract-updates.js';

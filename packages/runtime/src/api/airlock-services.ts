@@ -7,10 +7,10 @@ import type { SnapshotService } from '../core/snapshot-service.js';
 import type { ForkService } from '../core/fork-service.js';
 import type { ApprovalService } from '../core/approval-service.js';
 import type { Store } from '../core/store.js';
-import type { ImageCatalog } from '../images/image-catalog.js';
+import type { ImageCatalog } from '../core/image-catalog.js';
 import type { ContractUpdates } from '../core/contract-updates.js';
 import type { SecretStore } from '../secrets/secret-store.js';
-import type { SessionContract } from '../policy/session-contract.js';
+import type { SessionContract } from '../core/session-contract.js';
 
 /** The services behind the API, wired by the composition root. */
 export interface AirlockServices {

@@ -18,7 +18,7 @@ import type { Store } from './store.js';
 import type { SessionService } from './session-service.js';
 import type { SnapshotService } from './snapshot-service.js';
 import { freshSeed, type LifecycleHooks } from './lifecycle-hooks.js';
-import type { ImageCatalog, ImageRecord } from '../images/image-catalog.js';
+import type { ImageCatalog, ImageRecord } from '../core/image-catalog.js';
 import { AirlockError, toAirlockError } from './errors.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';

@@ -11,7 +11,7 @@ import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotReason, SnapshotRecord } from './snapshot.js';
-import type { ImageCatalog } from '../images/image-catalog.js';
+import type { ImageCatalog } from '../core/image-catalog.js';
 import type { SessionNetworks } from './session-networks.js';
 import type { SessionService } from './session-service.js';
 import type { UsageMeter } from './usage-meter.js';

@@ -9,8 +9,8 @@ import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxRes
 import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
-import type { ImageCatalog, ImageRecord } from '../images/image-catalog.js';
-import type { SessionContract } from '../policy/session-contract.js';
+import type { ImageCatalog, ImageRecord } from '../core/image-catalog.js';
+import type { SessionContract } from './session-contract.js';
 import { newId } from './ids.js';
 import { systemClock, secondsBetween, type Clock } from './clock.js';
 import { SessionLocks } from './session-locks.js';

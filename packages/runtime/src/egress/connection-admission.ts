@@ -6,7 +6,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import type { ContractCredential, ContractNetwork } from '../policy/session-contract.js';
+import type { ContractCredential, ContractNetwork } from '../core/session-contract.js';
 import { credentialFor, decideDestination, normalizeHost } from './destination-policy.js';
 import { isLoopbackAddress, isRestrictedAddress } from './restricted-addresses.js';
 

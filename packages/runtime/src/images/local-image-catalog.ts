@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { AirlockError } from '../core/errors.js';
 import { DEBIAN_BOOKWORM, DebianImageBuilder } from './debian-image-builder.js';
 import { detectDebianMirror } from './debian-mirror.js';
-import type { ImageCatalog, ImageProgress, ImageRecord } from './image-catalog.js';
+import type { ImageCatalog, ImageProgress, ImageRecord } from '../core/image-catalog.js';
 import { digestRootfs } from './image-digest.js';
 import { errnoCode, toImageError } from './image-errors.js';
 import { imageExists, removeAtomically, StagingDirectory, sweepLeftovers, writeJsonAtomic } from './image-staging.js';

@@ -18,7 +18,7 @@ import { LineageTools } from '../../src/core/lineage-tools.js';
 import type { Clock } from '../../src/core/clock.js';
 import type { Authorizer, PolicyDecision, AuthorizationContext } from '../../src/core/authorizer.js';
 import type { SessionDisks } from '../../src/core/session-disks.js';
-import type { ImageCatalog, ImageRecord } from '../../src/images/image-catalog.js';
+import type { ImageCatalog, ImageRecord } from '../../src/core/image-catalog.js';
 import { AirlockError } from '../../src/core/errors.js';
 import { parseContract, type SessionContract } from '../../src/policy/session-contract.js';
 
