@@ -16,6 +16,14 @@ export interface DataDirLayout {
   disks: string;
   sandboxes: string;
   snapshots: string;
+  /** the audit key (0600); AIRLOCK_AUDIT_KEY_FILE overrides it, e.g. to share one key between servers */
+  auditKey: string;
+  /** chain heads kept outside the database */
+  auditHeads: string;
+  /** this data dir's server id: the owner of the sessions it creates */
+  serverId: string;
+  /** the pid of the server running on this data dir, while it runs */
+  pidFile: string;
 }
 
 /** The default data dir: $AIRLOCK_DATA_DIR, else /var/lib/airlock for root, else ~/.local/share/airlock. */
@@ -42,6 +50,10 @@ export function openDataDir(root: string): DataDirLayout {
     disks: join(abs, 'disks'),
     sandboxes: join(abs, 'sandboxes'),
     snapshots: join(abs, 'snapshots'),
+    auditKey: process.env['AIRLOCK_AUDIT_KEY_FILE'] ? resolve(process.env['AIRLOCK_AUDIT_KEY_FILE']) : join(abs, 'audit.key'),
+    auditHeads: join(abs, 'audit-heads.log'),
+    serverId: join(abs, 'server-id'),
+    pidFile: join(abs, 'server.pid'),
   };
   for (const dir of [abs, layout.images, layout.disks, layout.sandboxes, layout.snapshots]) mkdirSync(dir, { recursive: true, mode: 0o700 });
   return layout;
@@ -61,6 +73,37 @@ export function loadOrCreateToken(layout: DataDirLayout, fromEnv = process.env['
   chmodSync(`${layout.tokenFile}.tmp`, 0o600);
   renameSync(`${layout.tokenFile}.tmp`, layout.tokenFile);
   return { token, created: true };
+}
+
+/** The data dir's server id (`srv_…`), made on first use: sessions created by a server belong to it. */
+export function loadOrCreateServerId(layout: DataDirLayout): string {
+  try {
+    const stored = readFileSync(layout.serverId, 'utf8').trim();
+    if (/^srv_[A-Za-z0-9]{8,64}$/.test(stored)) return stored;
+  } catch {
+    // none yet
+  }
+  const id = `srv_${randomBytes(12).toString('hex')}`;
+  writeFileSync(`${layout.serverId}.tmp`, `${id}\n`, { mode: 0o600 });
+  renameSync(`${layout.serverId}.tmp`, layout.serverId);
+  return id;
+}
+
+/** The pid of a live server on this data dir, if one runs. */
+export function runningServerPid(layout: DataDirLayout): number | undefined {
+  let pid: number;
+  try {
+    pid = Number.parseInt(readFileSync(layout.pidFile, 'utf8').trim(), 10);
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Reads the stored token, if any (for the CLI on the same host). */

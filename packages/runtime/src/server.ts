@@ -1,39 +1,45 @@
 /**
- * The composition root: the only file that wires adapters (gVisor, SQLite,
- * loop disks, local images, Cedar) to the core services and the HTTP API.
+ * The composition root: the only file that wires adapters (gVisor, SQLite or
+ * PostgreSQL, loop disks, local images, Cedar, the egress gateway, the audit
+ * key and head file) to the core services and the HTTP API.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { openDataDir, loadOrCreateToken, defaultCacheDir, type DataDirLayout } from './data-dir.js';
-import { SqliteStore } from './stores/sqlite/sqlite-store.js';
+import { openDataDir, loadOrCreateToken, loadOrCreateServerId, defaultCacheDir, type DataDirLayout } from './data-dir.js';
+import { openStore } from './stores/open-store.js';
 import { GvisorDriver } from './drivers/gvisor/index.js';
 import { LoopDisks } from './storage/loop-disks.js';
 import { SnapshotDirectory } from './storage/snapshot-directory.js';
+import { AuditHeadFile } from './storage/audit-head-file.js';
+import { loadOrCreateAuditKey } from './storage/audit-key-file.js';
 import { LocalImageCatalog } from './images/local-image-catalog.js';
-import { SessionService } from './core/session-service.js';
+import { AuditLog } from './audit/audit-log.js';
+import { keyId } from './audit/hash-chain.js';
+import { buildCoreServices } from './core/core-services.js';
 import { reconcileSessions, type ReconcileReport } from './core/session-reconciler.js';
-import { ApprovalService } from './core/approval-service.js';
-import { ToolPipeline } from './core/tool-pipeline.js';
-import { ToolExecutor } from './core/tool-executor.js';
-import { LineageTools } from './core/lineage-tools.js';
-import { OtlpExporter } from './telemetry/otlp-exporter.js';
-import { SnapshotService } from './core/snapshot-service.js';
-import { ForkService, DEFAULT_MAX_FORK_BRANCHES } from './core/fork-service.js';
+import { ConnectionApprovals } from './core/connection-approvals.js';
+import { ContractUpdates } from './core/contract-updates.js';
 import { IdleSleeper } from './core/idle-sleeper.js';
-import { SessionPorts } from './core/session-ports.js';
-import { SessionResizer } from './core/session-resizer.js';
-import { ContractAuthorizer } from './policy/contract-authorizer.js';
-import { analyzeCommand } from './policy/shell-analysis.js';
-import { parseContract, parseContractText, DEFAULT_CONTRACT } from './policy/session-contract.js';
-import { buildHttpServer } from './api/http-server.js';
-import type { AirlockServices } from './api/airlock-services.js';
+import { DEFAULT_MAX_FORK_BRANCHES } from './core/fork-service.js';
+import { AirlockError } from './core/errors.js';
+import { systemClock } from './core/clock.js';
+import type { Store } from './core/store.js';
 import type { SandboxDriver } from './core/sandbox-driver.js';
 import type { SessionDisks } from './core/session-disks.js';
 import type { ImageCatalog } from './core/image-catalog.js';
-import { wireEgress } from './egress/egress-wiring.js';
-import type { EgressConfig } from './egress/egress-config.js';
-import { ContractUpdates } from './core/contract-updates.js';
-import { join } from 'node:path';
+import type { SessionContract } from './core/session-contract.js';
+import { OtlpExporter } from './telemetry/otlp-exporter.js';
+import { ContractAuthorizer } from './policy/contract-authorizer.js';
+import { invalidContract } from './policy/contract-issues.js';
+import { analyzeCommand } from './policy/shell-analysis.js';
+import { parseContract, parseContractText, DEFAULT_CONTRACT } from './policy/session-contract.js';
+import { SecretStore } from './secrets/secret-store.js';
+import { EgressGateway } from './egress/egress-gateway.js';
+import { SessionEgress } from './egress/session-egress.js';
+import { loadEgressConfig, readUpstreamCas, type EgressConfig } from './egress/egress-config.js';
+import { buildHttpServer } from './api/http-server.js';
+import type { AirlockServices } from './api/airlock-services.js';
 
 /** The version of this Airlock. */
 export const AIRLOCK_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -45,6 +51,8 @@ export interface ServeOptions {
   port: number;
   /** overrides AIRLOCK_TOKEN and the stored token */
   token?: string;
+  /** a postgres:// URL; default $AIRLOCK_STORE_URL, else SQLite in the data dir */
+  storeUrl?: string;
   logger?: boolean;
   /** OTLP/HTTP traces endpoint (default AIRLOCK_OTLP_ENDPOINT; none: no tracing) */
   otlpEndpoint?: string;
@@ -66,6 +74,8 @@ export interface RunningServer {
   token: string;
   tokenCreated: boolean;
   layout: DataDirLayout;
+  /** this data dir's server id: the owner of the sessions it creates */
+  serverId: string;
   services: AirlockServices;
   reconciled: ReconcileReport;
   http: FastifyInstance;
@@ -77,74 +87,139 @@ export function openImageCatalog(layout: DataDirLayout): LocalImageCatalog {
   return new LocalImageCatalog({ root: layout.images, cacheDir: defaultCacheDir() });
 }
 
+/**
+ * The audit log of a data dir over `store`: its key (made on first use; the
+ * chains already there are anchored then) must be the key the store's chains
+ * were written with, or the server refuses to start rather than fork the chains.
+ */
+export async function openAuditLog(layout: DataDirLayout, store: Store): Promise<{ audit: AuditLog; anchor: AuditHeadFile }> {
+  const { key, created } = loadOrCreateAuditKey(layout.auditKey);
+  const expected = await store.getSetting('audit-key-id');
+  if (expected !== undefined && expected !== keyId(key)) {
+    throw new AirlockError(
+      'INTERNAL',
+      `the audit chains in this store were written with audit key ${expected}, but ${layout.auditKey} holds key ${keyId(key)}; restore that key file, or point AIRLOCK_AUDIT_KEY_FILE at the key the other servers of this database use`,
+    );
+  }
+  const anchor = new AuditHeadFile(layout.auditHeads);
+  const audit = new AuditLog({ key, anchor, clock: systemClock });
+  if (expected === undefined) await store.transaction((tx) => tx.setSetting('audit-key-id', keyId(key)));
+  if (created) {
+    // Chains written before the key existed: their heads are kept outside the database from now on.
+    const sessions = await store.listAuditedSessions();
+    audit.anchorExisting(await Promise.all(sessions.map(async (sessionId) => ({ sessionId, head: await store.auditHead(sessionId) }))));
+  }
+  return { audit, anchor };
+}
+
 /** Wires everything and starts listening. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
+  const serverId = loadOrCreateServerId(layout);
   const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes });
   await driver.checkHost();
-  const store = new SqliteStore(layout.database);
+  const store = await openStore({ url: options.storeUrl ?? process.env['AIRLOCK_STORE_URL'], sqlitePath: layout.database });
+  const opened = await openAuditLog(layout, store).catch(async (error: unknown) => {
+    await store.close();
+    throw error;
+  });
+  const { audit, anchor } = opened;
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
   const images = options.images ?? openImageCatalog(layout);
   const artifacts = new SnapshotDirectory(layout.snapshots);
-  // Bound once the session service exists; the gateway only asks for it when a connection needs a human.
-  let approvals: ApprovalService;
-  const egress = wireEgress({ root: layout.root, store, approvals: () => approvals, ...(options.egress ? { config: options.egress } : {}) });
-  const sessions = new SessionService({
+  const authorizer = new ContractAuthorizer();
+  const report = (what: string, error: unknown) => process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+
+  // Egress: the gateway asks the core for policies, decisions and approvals; the core asks it for networks.
+  const egressConfig = options.egress ?? loadEgressConfig();
+  const secrets = new SecretStore({ dir: join(layout.root, 'secrets'), keyFile: process.env['AIRLOCK_SECRETS_KEY_FILE'] ?? join(layout.root, 'secrets.key') });
+  let connectionApprovals: ConnectionApprovals | undefined;
+  const gateway = new EgressGateway({
+    policyOf: async (sessionId) => {
+      const session = await store.getSession(sessionId);
+      if (!session || session.state === 'terminated' || session.state === 'failed' || !session.contract.network) return undefined;
+      return { network: session.contract.network, credentials: session.contract.credentials ?? [], contractVersion: session.contractVersion };
+    },
+    authorize: async (sessionId, host, port) => {
+      const session = await store.getSession(sessionId);
+      if (!session) return { allowed: false, reason: 'the session no longer exists', policyIds: [] };
+      const decision = authorizer.authorizeConnection(session, host, port);
+      if (!decision.enforced || decision.decision === 'allow') return { allowed: true, reason: decision.reason, policyIds: decision.policyIds };
+      if (decision.decision === 'deny') return { allowed: false, reason: decision.reason, policyIds: decision.policyIds };
+      connectionApprovals ??= new ConnectionApprovals(core.approvals, egressConfig.approvalTimeoutMs);
+      return { ...(await connectionApprovals.resolve(sessionId, host, port, decision)), policyIds: decision.policyIds };
+    },
+    audit: (sessionId, type, data) => {
+      audit.appendNow(store, { sessionId, type, data }).catch((error: unknown) => report(`audit of ${type} for ${sessionId}`, error));
+    },
+    secretValue: (name) => {
+      try {
+        return secrets.get(name);
+      } catch {
+        return undefined;
+      }
+    },
+    ...(egressConfig.hosts ? { hosts: egressConfig.hosts } : {}),
+    upstreamCa: readUpstreamCas(egressConfig),
+  });
+  const networks = new SessionEgress({ root: join(layout.root, 'egress'), gateway, ...(egressConfig.subnet ? { subnet: egressConfig.subnet } : {}) });
+
+  const otlpEndpoint = options.otlpEndpoint ?? process.env['AIRLOCK_OTLP_ENDPOINT'];
+  const tracer = otlpEndpoint ? new OtlpExporter(otlpEndpoint) : undefined;
+  const core = buildCoreServices({
     store,
+    audit,
     driver,
     disks,
     images,
     artifacts,
     layout: { sandboxStateDir: (sandboxId) => join(layout.sandboxes, sandboxId) },
-    networks: egress.networks,
-  });
-  approvals = new ApprovalService(store);
-  const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions });
-  const forks = new ForkService({
-    store, driver, disks, images, artifacts, sessions, snapshots, hooks: sessions.hooks,
-    maxBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
-  });
-  const otlpEndpoint = options.otlpEndpoint ?? process.env['AIRLOCK_OTLP_ENDPOINT'];
-  const tracer = otlpEndpoint ? new OtlpExporter(otlpEndpoint) : undefined;
-  const pipeline = new ToolPipeline({
-    store,
-    sessions,
-    authorizer: new ContractAuthorizer(),
+    authorizer,
     analyzeCommand,
-    executor: new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks)),
-    approvals,
-    ...(tracer ? { tracer } : {}),
+    owner: serverId,
+    networks,
+    tracer,
+    maxForkBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
+    onError: report,
   });
-  const reconciled = await reconcileSessions({ store, driver, disks, artifacts, sessions });
-  approvals.resumeAfterRestart();
-  const live = store.listSessions().filter((session) => session.state !== 'terminated' && session.state !== 'failed');
-  await egress.networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
-  const retention = snapshots.startRetentionSweeper(60_000, (error) => process.stderr.write(`airlock: snapshot retention sweep failed: ${error instanceof Error ? error.message : String(error)}\n`));
+  // Sessions from before owners existed: an embedded store only ever had this data dir's.
+  if (store.kind === 'sqlite') await core.records.claimUnowned();
+  const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, driver, disks, artifacts });
+  await core.approvals.resumeAfterRestart();
+  const live = (await store.listSessions({ owner: serverId })).filter((session) => session.state !== 'terminated' && session.state !== 'failed');
+  await networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
+  const retention = core.snapshots.startRetentionSweeper(60_000, (error) => report('snapshot retention sweep', error));
   // A short tick: the pause depth is meant to follow idleness within a fraction of a second.
-  const sleeper = new IdleSleeper(sessions, {
-    tickMs: options.idleTickMs ?? 250,
-    onError: (sessionId, error) => process.stderr.write(`airlock: idle sleep of ${sessionId} failed: ${error instanceof Error ? error.message : String(error)}\n`),
-  });
+  const sleeper = new IdleSleeper(core.sessions, { tickMs: options.idleTickMs ?? 250, onError: (sessionId, error) => report(`idle sleep of ${sessionId}`, error) });
   sleeper.start();
+  const checkCredentials = <T extends SessionContract>(contract: T): T => {
+    const missing = (contract.credentials ?? []).flatMap((credential, index) =>
+      secrets.has(credential.secret) ? [] : [{ path: `credentials[${index}].secret`, message: `no secret named ${credential.secret}; store it first with \`airlock secrets set ${credential.secret}\`` }],
+    );
+    if (missing.length > 0) throw invalidContract(missing);
+    return contract;
+  };
   const services: AirlockServices = {
-    sessions,
-    snapshots,
-    forks,
-    ports: new SessionPorts(sessions, driver),
-    resizer: new SessionResizer(sessions, driver),
-    pipeline,
-    approvals,
+    sessions: core.sessions,
+    snapshots: core.snapshots,
+    forks: core.forks,
+    ports: core.ports,
+    resizer: core.resizer,
+    pipeline: core.pipeline,
+    approvals: core.approvals,
     store,
+    audit,
     images,
     // No baseDir: a contract sent over the API can never make the server read its own files.
-    parseContract: (input) => egress.checkCredentials(typeof input === 'string' ? parseContractText(input, 'auto') : parseContract(input)),
-    secrets: egress.secrets,
-    contracts: new ContractUpdates({ sessions, parseContract: (input) => parseContract(input), networks: egress.networks }),
+    parseContract: (input) => checkCredentials(typeof input === 'string' ? parseContractText(input, 'auto') : parseContract(input)),
+    secrets,
+    contracts: new ContractUpdates({ sessions: core.sessions, parseContract: (input) => parseContract(input), networks }),
     defaultContract: () => DEFAULT_CONTRACT,
   };
   const http = buildHttpServer(services, { token, version: AIRLOCK_VERSION, logger: options.logger ?? false });
   await http.listen({ host: options.host, port: options.port });
+  writeFileSync(layout.pidFile, `${process.pid}\n`);
   const address = http.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
@@ -153,6 +228,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     token,
     tokenCreated: created,
     layout,
+    serverId,
     services,
     reconciled,
     http,
@@ -160,11 +236,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       retention.stop();
       await sleeper.stop();
       await http.close();
-      await approvals.drain();
+      await core.approvals.close();
+      await core.usage.drain();
       await tracer?.flush();
       // Sandboxes keep running, with no way out until the next start reopens their gateways (fail closed).
-      await egress.gateway.closeAll();
-      store.close();
+      await gateway.closeAll();
+      await store.close();
+      anchor.close();
+      rmSync(layout.pidFile, { force: true });
     },
   };
 }

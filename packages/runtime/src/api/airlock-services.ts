@@ -7,6 +7,7 @@ import type { SnapshotService } from '../core/snapshot-service.js';
 import type { ForkService } from '../core/fork-service.js';
 import type { ApprovalService } from '../core/approval-service.js';
 import type { Store } from '../core/store.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import type { ImageCatalog } from '../core/image-catalog.js';
 import type { ContractUpdates } from '../core/contract-updates.js';
 import type { SecretStore } from '../secrets/secret-store.js';
@@ -26,6 +27,8 @@ export interface AirlockServices {
   pipeline: ToolPipeline;
   approvals: ApprovalService;
   store: Store;
+  /** the audit chains: verification and export */
+  audit: AuditLog;
   images: ImageCatalog;
   /** Validates a contract (object or JSON/YAML text); throws INVALID_CONTRACT listing every error. */
   parseContract(input: unknown): SessionContract;

@@ -14,6 +14,7 @@
 import { AirlockError } from './errors.js';
 import { systemClock, type Clock } from './clock.js';
 import type { SessionService } from './session-service.js';
+import type { ContractIdle } from './session-contract.js';
 import type { SessionRecord } from './session.js';
 
 /** Fraction of the suspend timeout after which an idle machine is paused, when the contract names no pause timeout. */
@@ -43,7 +44,8 @@ export interface IdleSleeperOptions {
 
 /** The idle policy of a session (contract defaults applied; stored contracts may predate some keys). */
 export function idlePolicyOf(session: Pick<SessionRecord, 'contract' | 'keepAwake'>): IdlePolicy {
-  const idle = (session.contract['idle'] ?? {}) as { pauseAfterSeconds?: number; suspendAfterSeconds?: number; keepAwake?: boolean };
+  // contracts stored before some keys existed lack them
+  const idle: Partial<ContractIdle> = session.contract.idle ?? {};
   const suspendAfterSeconds = idle.suspendAfterSeconds ?? DEFAULT_SUSPEND_AFTER_SECONDS;
   return {
     suspendAfterSeconds,
@@ -53,13 +55,14 @@ export function idlePolicyOf(session: Pick<SessionRecord, 'contract' | 'keepAwak
 }
 
 /** Where an idle session should be now, or undefined to leave it as it is. */
-export function sleepDepthFor(session: SessionRecord, now: Date): 'paused' | 'suspended' | undefined {
+export function sleepDepthFor(session: SessionRecord, now: Date, lastActiveMs = 0): 'paused' | 'suspended' | undefined {
   if (session.mode !== 'machine' || session.pendingOperation) return undefined;
   if (session.state !== 'running' && session.state !== 'paused') return undefined;
   const policy = idlePolicyOf(session);
   if (policy.keepAwake) return undefined;
   // A machine woken by hand (resume, unpause) counts as active from then on.
-  const since = session.state === 'running' ? Math.max(Date.parse(session.lastActivityAt), Date.parse(session.stateSince)) : Date.parse(session.lastActivityAt);
+  const active = Math.max(Date.parse(session.lastActivityAt), lastActiveMs);
+  const since = session.state === 'running' ? Math.max(active, Date.parse(session.stateSince)) : active;
   const idleSeconds = (now.getTime() - since) / 1000;
   if (idleSeconds >= policy.suspendAfterSeconds) return 'suspended';
   if (session.state === 'running' && idleSeconds >= policy.pauseAfterSeconds) return 'paused';
@@ -105,10 +108,10 @@ export class IdleSleeper {
   async tick(): Promise<void> {
     const now = this.clock.now();
     const work: Promise<void>[] = [];
-    for (const session of this.sessions.list(['running', 'paused'])) {
+    for (const session of await this.sessions.records.list({ states: ['running', 'paused'], owner: this.sessions.owner })) {
       if (this.inFlight.has(session.id) || (this.retryAt.get(session.id) ?? 0) > now.getTime()) continue;
       if (!this.sessions.locks.isIdle(session.id)) continue;
-      const depth = sleepDepthFor(session, now);
+      const depth = sleepDepthFor(session, now, this.sessions.usage.lastActiveAt(session.id));
       if (depth) work.push(this.sleep(session.id, depth));
     }
     await Promise.all(work);
@@ -132,7 +135,7 @@ export class IdleSleeper {
   }
 
   private depthReached(session: SessionRecord, depth: 'paused' | 'suspended'): boolean {
-    const now = sleepDepthFor(session, this.clock.now());
+    const now = sleepDepthFor(session, this.clock.now(), this.sessions.usage.lastActiveAt(session.id));
     return now === depth || (depth === 'paused' && now === 'suspended');
   }
 }
@@ -143,7 +146,7 @@ export class IdleSleeper {
  * machine: whoever asks for it wants the machine up now.
  */
 export async function setKeepAwake(sessions: SessionService, sessionId: string, keepAwake: boolean): Promise<SessionRecord> {
-  const session = sessions.get(sessionId);
+  const session = await sessions.getOwned(sessionId);
   if (session.mode !== 'machine') {
     throw new AirlockError('INVALID_STATE', `session ${sessionId} runs each call in a fresh sandbox; it has no machine to keep awake`, {
       details: { sessionId, mode: session.mode },
@@ -152,8 +155,8 @@ export async function setKeepAwake(sessions: SessionService, sessionId: string, 
   if (session.state === 'terminated' || session.state === 'failed') {
     throw new AirlockError('INVALID_STATE', `session ${sessionId} is ${session.state}; keep-awake applies to live sessions only`, { details: { sessionId, state: session.state } });
   }
-  const changed = sessions.commit(session, { keepAwake }, 'session.keep-awake-changed', { keepAwake });
+  const changed = await sessions.records.update(sessionId, () => ({ keepAwake }), { type: 'session.keep-awake-changed', data: { keepAwake } });
   if (!keepAwake || changed.state === 'running') return changed;
-  await sessions.withMachine(sessionId, async () => undefined);
+  await sessions.withMachine(sessionId, async () => undefined, { reason: 'keep-awake' });
   return sessions.get(sessionId);
 }

@@ -1,28 +1,37 @@
 /**
  * The airlock: the one code path every tool call takes.
  *
- *   validate → normalize → guard → authorize → approve? → execute → check → audit + meter
+ *   validate → contract tools, breaker, budgets (reserved) → authorize without the machine
+ *     → approve? → wake (audited, allowed calls only) → resolve the path in the sandbox
+ *     → authorize again when it differs → execute → check → audit + meter
  *
- * A call that is not allowed never reaches the driver, and every decision is
- * in the audit log before the effect it allows. Expected outcomes (deny, ask,
- * budget exceeded) are returned as values and audited like any other.
+ * Everything that can be decided without the machine is decided first, so a
+ * call that is not listed, over budget or denied never resumes, unpauses or
+ * runs anything in the sandbox. Every decision is in the audit log before
+ * the effect it allows, and each step is one store transaction: admission
+ * (decision, reservation, start) and completion (result, breaker, activity).
+ * Expected outcomes (deny, ask, budget exceeded) are values, audited like any
+ * other; resource samples are taken off the call's path.
  */
 import { AirlockError, toAirlockError } from './errors.js';
 import type { Authorizer, AuthorizationContext, PolicyDecision } from './authorizer.js';
 import type { SessionService } from './session-service.js';
-import type { SessionRecord } from './session.js';
-import type { Store } from './store.js';
-import type { ToolCall, ToolName } from './tool-call.js';
-import { TOOL_NAMES } from './tool-call.js';
+import { requireCallableState, requireOwned, type SessionRecord } from './session.js';
+import type { SessionChange } from './session-records.js';
+import type { Store, StoreTransaction } from './store.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import { isFileTool, TOOL_NAMES, type ToolCall, type ToolName } from './tool-call.js';
+import type { ToolCallOutcome } from './tool-call-outcome.js';
 import { validateArguments, type ToolArguments } from './tool-schemas.js';
-import { callKey, checkGuards, guardLimitsOf, recordOutcome } from './runaway-guard.js';
+import { callKey, guardLimitsOf, guardRefusal, recordOutcome } from './runaway-guard.js';
 import { FileOperations } from './file-operations.js';
-import { ToolExecutor, type CallTiming, type ExecutionStreams } from './tool-executor.js';
+import type { ToolExecutor, ExecutionStreams } from './tool-executor.js';
 import type { ApprovalService } from './approval-service.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
-import type { TraceContext, ToolCallSpan, Tracer } from './tracer.js';
-import { randomBytes } from 'node:crypto';
+import type { TraceContext, Tracer } from './tracer.js';
+import { toolCallSpan } from './tool-call-span.js';
+import { auditArguments, auditContext, auditResult, decisionEvent, errorValue } from './tool-call-audit.js';
 
 /** Result of static analysis of a shell command (see policy/shell-analysis). */
 export interface CommandAnalysis {
@@ -39,15 +48,13 @@ export interface CallOptions extends ExecutionStreams {
   trace?: TraceContext;
 }
 
-/** The outcome of a tool call, as a value. */
-export type ToolCallOutcome =
-  | { status: 'completed'; callId: string; tool: ToolName; result: Record<string, unknown>; decision: PolicyDecision; timing: CallTiming }
-  | { status: 'refused'; callId: string; tool: ToolName; error: { code: string; message: string; details: Record<string, unknown> }; decision: PolicyDecision | null }
-  | { status: 'pending-approval'; callId: string; tool: ToolName; approvalId: string; decision: PolicyDecision };
+/** The outcome of a tool call (defined beside the call, shared with approvals). */
+export type { ToolCallOutcome };
 
 /** Collaborators of the pipeline. */
 export interface ToolPipelineDeps {
   store: Store;
+  audit: AuditLog;
   sessions: SessionService;
   authorizer: Authorizer;
   analyzeCommand: (input: { command?: string; argv?: string[] }) => CommandAnalysis;
@@ -58,13 +65,15 @@ export interface ToolPipelineDeps {
   tracer?: Tracer;
 }
 
+/** What admission decided: a refusal or a held call (final for now), or a call that may go on. */
+type Admission = { kind: 'final'; outcome: ToolCallOutcome } | { kind: 'admitted'; decision: PolicyDecision; session: SessionRecord };
+
 /** Runs tool calls through the airlock. */
 export class ToolPipeline {
   private readonly clock: Clock;
 
   constructor(private readonly deps: ToolPipelineDeps) {
     this.clock = deps.clock ?? systemClock;
-    deps.approvals.setExecutor((call, decision) => this.executeApproved(call, decision));
   }
 
   /** Submits one call. Throws only for failures and invalid input; refusals are values. */
@@ -82,6 +91,17 @@ export class ToolPipeline {
     }
   }
 
+  /** Runs a call a human approved (exactly once: the approval service claims it first). */
+  async runApproved(call: ToolCall, decision: PolicyDecision): Promise<ToolCallOutcome> {
+    const receivedAt = this.clock.now();
+    const session = await this.deps.sessions.getOwned(call.sessionId);
+    const args = validateArguments(call.tool, call.arguments);
+    const context = this.prepare(session, call.tool, args);
+    const admission = await this.admit(session, call, context, 'approved', decision);
+    if (admission.kind === 'final') return admission.outcome;
+    return this.proceed(admission.session, call, admission.decision, context, {}, receivedAt);
+  }
+
   private async run(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions): Promise<ToolCallOutcome> {
     const receivedAt = this.clock.now();
     if (!(TOOL_NAMES as readonly string[]).includes(tool)) {
@@ -90,75 +110,35 @@ export class ToolPipeline {
       });
     }
     const toolName = tool as ToolName;
-    const session = this.deps.sessions.get(sessionId);
+    const session = await this.deps.sessions.get(sessionId);
+    requireOwned(session, this.deps.sessions.owner);
+    // A session that can never run a call again is refused before anything is recorded in its chain.
+    if (session.state === 'terminated' || session.state === 'creating' || session.pendingOperation === 'terminate') requireCallableState(session);
     const call: ToolCall = { id: newId('call'), sessionId, tool: toolName, arguments: (rawArguments ?? {}) as Record<string, unknown>, receivedAt: receivedAt.toISOString() };
     let args: ToolArguments<ToolName>;
     try {
       args = validateArguments(toolName, rawArguments);
     } catch (error) {
-      this.audit(session.id, 'tool-call.rejected', call, { code: toAirlockError(error).code, message: toAirlockError(error).message });
+      const rejected = toAirlockError(error);
+      await this.write((tx) => this.audit(tx, 'tool-call.rejected', call, { code: rejected.code, message: rejected.message }));
       throw error;
     }
     call.arguments = args as Record<string, unknown>;
-
-    try {
-      checkGuards(session, receivedAt);
-    } catch (error) {
-      const refusal = toAirlockError(error);
-      this.audit(session.id, 'tool-call.refused', call, { code: refusal.code, message: refusal.message });
-      return { status: 'refused', callId: call.id, tool: toolName, error: errorValue(refusal), decision: null };
+    const context = this.prepare(session, toolName, args);
+    const admission = await this.admit(session, call, context, 'fresh');
+    if (admission.kind === 'final') {
+      const outcome = admission.outcome;
+      if (outcome.status === 'pending-approval' && options.approvalWaitMs) return this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
+      return outcome;
     }
-
-    const context = await this.normalize(session, toolName, args);
-    const decision = this.authorize(session, context);
-    this.audit(session.id, decisionEvent(decision), call, { decision: decision.decision, policyIds: decision.policyIds, reason: decision.reason, enforced: decision.enforced, errors: decision.errors, context: auditContext(context) });
-
-    if (decision.enforced && decision.decision === 'deny') {
-      this.recordFailure(session.id, call, true);
-      const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
-      return { status: 'refused', callId: call.id, tool: toolName, error: errorValue(error), decision };
-    }
-    if (decision.enforced && decision.decision === 'ask') {
-      const approval = this.deps.approvals.park(call, decision);
-      if (!options.approvalWaitMs) return { status: 'pending-approval', callId: call.id, tool: toolName, approvalId: approval.id, decision };
-      return this.deps.approvals.waitForOutcome(approval.id, options.approvalWaitMs);
-    }
-    return this.execute(session, call, decision, context, options, receivedAt);
+    return this.proceed(admission.session, call, admission.decision, context, options, receivedAt);
   }
 
-  /** Runs a call a human approved (exactly once: the approval service claims it first). */
-  private async executeApproved(call: ToolCall, decision: PolicyDecision): Promise<ToolCallOutcome> {
-    const session = this.deps.sessions.get(call.sessionId);
-    const args = validateArguments(call.tool, call.arguments);
-    const context = await this.normalize(session, call.tool, args);
-    return this.execute(session, call, decision, context, {}, this.clock.now());
-  }
-
-  private async execute(
-    session: SessionRecord,
-    call: ToolCall,
-    decision: PolicyDecision,
-    context: AuthorizationContext,
-    options: CallOptions,
-    receivedAt: Date,
-  ): Promise<ToolCallOutcome> {
-    this.audit(session.id, 'tool-call.started', call, { path: context.path || undefined });
-    try {
-      const { result, timing, failed } = await this.deps.executor.run(session, call.tool, call.arguments, context, options, receivedAt);
-      this.audit(session.id, 'tool-call.completed', call, { ...auditResult(call.tool, result), timing });
-      this.recordFailure(session.id, call, failed);
-      await this.deps.sessions.usage.sample(session.id);
-      return { status: 'completed', callId: call.id, tool: call.tool, result, decision, timing };
-    } catch (error) {
-      const failure = toAirlockError(error, 'DRIVER_FAILED');
-      this.audit(session.id, 'tool-call.failed', call, { code: failure.code, message: failure.message });
-      this.recordFailure(session.id, call, true);
-      throw failure;
-    }
-  }
-
-  private async normalize(session: SessionRecord, tool: ToolName, args: ToolArguments<ToolName>): Promise<AuthorizationContext> {
-    const fresh = this.deps.sessions.get(session.id);
+  /**
+   * What a policy can see without the machine: the command's programs, the
+   * lexical path of a file call (symlinks are resolved later, in the sandbox).
+   */
+  private prepare(session: SessionRecord, tool: ToolName, args: ToolArguments<ToolName>): AuthorizationContext {
     const base: AuthorizationContext = {
       tool,
       command: '',
@@ -168,9 +148,9 @@ export class ToolPipeline {
       analysisNotes: [],
       path: '',
       cwd: '/workspace',
-      tenant: fresh.tenant,
-      callCount: fresh.meters.toolCalls,
-      identicalFailures: fresh.guard.failures[callKey(tool, args)] ?? 0,
+      tenant: session.tenant,
+      callCount: 0,
+      identicalFailures: 0,
       branches: 0,
       access: 'none',
     };
@@ -179,23 +159,194 @@ export class ToolPipeline {
     if (tool === 'exec') {
       const exec = args as ToolArguments<'exec'>;
       const analysis = this.deps.analyzeCommand(exec.command !== undefined ? { command: exec.command } : { argv: exec.argv ?? [] });
-      return {
-        ...base,
-        command: exec.command ?? '',
-        argv: exec.argv ?? [],
-        programs: analysis.programs,
-        analysable: analysis.analysable,
-        analysisNotes: analysis.reasons,
-        cwd: FileOperations.lexical(exec.cwd),
-      };
+      return { ...base, command: exec.command ?? '', argv: exec.argv ?? [], programs: analysis.programs, analysable: analysis.analysable, analysisNotes: analysis.reasons, cwd: FileOperations.lexical(exec.cwd) };
     }
-    const path = (args as { path: string }).path;
-    const lexical = FileOperations.lexical(path);
     const access = tool === 'files.read' || tool === 'files.list' || tool === 'files.stat' ? 'read' : 'write';
+    return { ...base, path: FileOperations.lexical((args as { path: string }).path), access };
+  }
+
+  /**
+   * Admission, in one transaction on the locked session: the contract's tool
+   * list, the breaker and the budgets, then the policy on what is known
+   * without the machine. An allowed call reserves its share of the budget
+   * here; a held call is parked. A call admitted on a human's approval skips
+   * the policy (the human decided) but not the breaker or the budgets.
+   */
+  private async admit(session: SessionRecord, call: ToolCall, prepared: AuthorizationContext, origin: 'fresh' | 'approved', approvedDecision?: PolicyDecision): Promise<Admission> {
+    const { sessions, approvals } = this.deps;
+    return this.write(async (tx) => {
+      let verdict: { refusal?: AirlockError; decision?: PolicyDecision; context: AuthorizationContext } = { context: prepared };
+      const now = this.clock.now();
+      const admitted = await sessions.records.update(
+        session.id,
+        (fresh) => {
+          const context: AuthorizationContext = { ...prepared, callCount: fresh.meters.toolCalls, identicalFailures: fresh.guard.failures[callKey(call.tool, call.arguments)] ?? 0 };
+          const listed = origin === 'approved' ? undefined : this.listedDecision(fresh, call.tool);
+          if (listed && listed.enforced) {
+            verdict = { decision: listed, context };
+            return { guard: breakerAfter(fresh, call, true, now) };
+          }
+          const refusal = guardRefusal(fresh, now);
+          if (refusal) {
+            verdict = { refusal, context };
+            return undefined;
+          }
+          const decision = origin === 'approved' && approvedDecision ? approvedDecision : (listed ?? this.authorize(fresh, context));
+          verdict = { decision, context };
+          if (decision.enforced && decision.decision === 'deny') return { guard: breakerAfter(fresh, call, true, now) };
+          if (decision.enforced && decision.decision === 'ask' && origin === 'fresh') return undefined;
+          return { meters: { ...fresh.meters, toolCalls: fresh.meters.toolCalls + 1 }, lastActivityAt: now.toISOString() };
+        },
+        undefined,
+        { tx },
+      );
+      const { refusal, decision, context } = verdict;
+      if (refusal) {
+        await this.audit(tx, 'tool-call.refused', call, { code: refusal.code, message: refusal.message });
+        return { kind: 'final', outcome: { status: 'refused', callId: call.id, tool: call.tool, error: errorValue(refusal), decision: null } };
+      }
+      if (!decision) throw new AirlockError('INTERNAL', 'admission reached no decision');
+      if (origin === 'fresh') {
+        await this.audit(tx, decisionEvent(decision), call, { decision: decision.decision, policyIds: decision.policyIds, reason: decision.reason, enforced: decision.enforced, errors: decision.errors, context: auditContext(context) });
+        await this.guardTripped(tx, call, session.guard.tripped !== null, admitted);
+      }
+      if (decision.enforced && decision.decision === 'deny') {
+        const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
+        return { kind: 'final', outcome: { status: 'refused', callId: call.id, tool: call.tool, error: errorValue(error), decision } };
+      }
+      if (decision.enforced && decision.decision === 'ask' && origin === 'fresh') {
+        const approval = await approvals.park(tx, call, decision);
+        return { kind: 'final', outcome: { status: 'pending-approval', callId: call.id, tool: call.tool, approvalId: approval.id, decision } };
+      }
+      // A call that needs no path resolved starts now; a file call starts once its path is known.
+      if (!isFileTool(call.tool)) await this.audit(tx, 'tool-call.started', call, {});
+      return { kind: 'admitted', decision, session: admitted };
+    });
+  }
+
+  /**
+   * After admission: a file call wakes the machine (an audited step of this
+   * call) to resolve its path in the sandbox, and a path that resolves
+   * elsewhere is authorized again; then the call executes and completes.
+   */
+  private async proceed(session: SessionRecord, call: ToolCall, decision: PolicyDecision, context: AuthorizationContext, options: CallOptions, receivedAt: Date): Promise<ToolCallOutcome> {
+    const wake = { reason: 'call' as const, callId: call.id, tool: call.tool };
+    let final = context;
+    if (isFileTool(call.tool)) {
+      const resolved = await this.resolvePath(session, call, context, wake);
+      if (resolved.kind === 'refused') return resolved.outcome;
+      final = resolved.context;
+    }
+    return this.execute(session, call, decision, final, options, receivedAt, wake);
+  }
+
+  private async resolvePath(
+    session: SessionRecord,
+    call: ToolCall,
+    context: AuthorizationContext,
+    wake: { reason: 'call'; callId: string; tool: ToolName },
+  ): Promise<{ kind: 'resolved'; context: AuthorizationContext } | { kind: 'refused'; outcome: ToolCallOutcome }> {
     // Writes replace a final symlink instead of following it; reads follow it.
-    const followLast = access === 'read' || tool === 'files.edit';
-    const canonical = await this.deps.executor.canonicalPath(fresh, lexical, followLast);
-    return { ...base, path: canonical, access };
+    const followLast = context.access === 'read' || call.tool === 'files.edit';
+    let canonical: string;
+    try {
+      canonical = await this.deps.executor.canonicalPath(session, context.path, followLast, wake);
+    } catch (error) {
+      await this.fail(call, error, true);
+      throw toAirlockError(error, 'DRIVER_FAILED');
+    }
+    const resolved = { ...context, path: canonical };
+    if (canonical === context.path) {
+      await this.write((tx) => this.audit(tx, 'tool-call.started', call, { path: canonical }));
+      return { kind: 'resolved', context: resolved };
+    }
+    const fresh = await this.deps.sessions.get(session.id);
+    let decision = this.authorize(fresh, resolved);
+    // A human approved the lexical path: where it resolves elsewhere, only an allow of that path goes on.
+    if (decision.enforced && decision.decision === 'ask') {
+      decision = { ...decision, decision: 'deny', reason: `${call.tool} ${context.path} resolves to ${canonical} inside the session, which needs its own approval: submit the call with that path` };
+    }
+    const refused = decision.enforced && decision.decision === 'deny';
+    await this.write(async (tx) => {
+      await this.audit(tx, decisionEvent(decision), call, { decision: decision.decision, policyIds: decision.policyIds, reason: decision.reason, enforced: decision.enforced, errors: decision.errors, stage: 'resolved-path', context: auditContext(resolved) });
+      if (!refused) {
+        await this.audit(tx, 'tool-call.started', call, { path: canonical });
+        return;
+      }
+      // Nothing ran: the reservation goes back, and the denial counts toward the breaker.
+      await this.deps.sessions.records.update(session.id, (now) => ({ meters: { ...now.meters, toolCalls: Math.max(0, now.meters.toolCalls - 1) }, guard: breakerAfter(now, call, true, this.clock.now()) }), undefined, { tx });
+    });
+    if (!refused) return { kind: 'resolved', context: resolved };
+    const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
+    return { kind: 'refused', outcome: { status: 'refused', callId: call.id, tool: call.tool, error: errorValue(error), decision } };
+  }
+
+  private async execute(
+    session: SessionRecord,
+    call: ToolCall,
+    decision: PolicyDecision,
+    context: AuthorizationContext,
+    options: CallOptions,
+    receivedAt: Date,
+    wake: { reason: 'call'; callId: string; tool: ToolName },
+  ): Promise<ToolCallOutcome> {
+    let ran: Awaited<ReturnType<ToolExecutor['run']>>;
+    try {
+      ran = await this.deps.executor.run(session, call.tool, call.arguments, context, options, receivedAt, wake);
+    } catch (error) {
+      await this.fail(call, error, false);
+      throw toAirlockError(error, 'DRIVER_FAILED');
+    }
+    const { result, timing, failed } = ran;
+    await this.write(async (tx) => {
+      await this.audit(tx, 'tool-call.completed', call, { ...auditResult(call.tool, result), timing });
+      await this.finish(tx, call, failed);
+    });
+    this.deps.sessions.usage.requestSample(session.id);
+    return { status: 'completed', callId: call.id, tool: call.tool, result, decision, timing };
+  }
+
+  /** Records a call that failed after admission (in the sandbox, or resolving its path). */
+  private async fail(call: ToolCall, error: unknown, beforeStart: boolean): Promise<void> {
+    const failure = toAirlockError(error, 'DRIVER_FAILED');
+    await this.write(async (tx) => {
+      await this.audit(tx, 'tool-call.failed', call, { code: failure.code, message: failure.message, ...(beforeStart ? { stage: 'resolving-path' } : {}) });
+      await this.finish(tx, call, true);
+    }).catch(() => undefined);
+  }
+
+  /** The breaker and activity after a call ran (or failed trying). */
+  private async finish(tx: StoreTransaction, call: ToolCall, failed: boolean): Promise<void> {
+    const now = this.clock.now();
+    let wasTripped = false;
+    const after = await this.deps.sessions.records.update(
+      call.sessionId,
+      (fresh) => {
+        wasTripped = fresh.guard.tripped !== null;
+        return { guard: breakerAfter(fresh, call, failed, now), lastActivityAt: now.toISOString() };
+      },
+      undefined,
+      { tx },
+    );
+    await this.guardTripped(tx, call, wasTripped, after);
+  }
+
+  private async guardTripped(tx: StoreTransaction, call: ToolCall, wasTripped: boolean, session: SessionRecord): Promise<void> {
+    if (wasTripped || !session.guard.tripped) return;
+    await this.audit(tx, 'guard.tripped', call, { count: session.guard.tripped.count, callKey: session.guard.tripped.callKey });
+  }
+
+  /** The contract's tool list, decided in the core before any policy: undefined when the tool is listed. */
+  private listedDecision(session: SessionRecord, tool: ToolName): PolicyDecision | undefined {
+    const tools: readonly string[] = session.contract.tools;
+    if (tools.includes(tool)) return undefined;
+    return {
+      decision: 'deny',
+      policyIds: ['contract.tools'],
+      reason: `the tool ${tool} is not in this session's contract (tools: ${tools.join(', ')})`,
+      errors: [],
+      enforced: session.contract.enforcement !== 'log-only',
+    };
   }
 
   private authorize(session: SessionRecord, context: AuthorizationContext): PolicyDecision {
@@ -207,110 +358,26 @@ export class ToolPipeline {
     }
   }
 
-  private recordFailure(sessionId: string, call: ToolCall, failed: boolean): void {
-    this.deps.store.transaction(() => {
-      const session = this.deps.store.getSession(sessionId);
-      if (!session) return;
-      const before = session.guard.tripped;
-      session.guard = recordOutcome(session.guard, callKey(call.tool, call.arguments), failed, guardLimitsOf(session).maxIdenticalFailures, this.clock.now());
-      session.meters.toolCalls += 1;
-      this.deps.store.updateSession(session);
-      if (!before && session.guard.tripped) {
-        this.audit(sessionId, 'guard.tripped', call, { count: session.guard.tripped.count, callKey: session.guard.tripped.callKey });
-      }
+  /** One transaction; a store that cannot write stops the call (fail closed). */
+  private async write<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    try {
+      return await this.deps.store.transaction(work);
+    } catch (error) {
+      if (error instanceof AirlockError && error.code !== 'INTERNAL') throw error;
+      throw new AirlockError('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so the call does not run; check the data dir disk (or the database)', { cause: error });
+    }
+  }
+
+  private async audit(tx: StoreTransaction, type: string, call: ToolCall, data: Record<string, unknown>): Promise<void> {
+    await this.deps.audit.append(tx, {
+      sessionId: call.sessionId,
+      type,
+      data: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': call.tool, 'gen_ai.tool.call.id': call.id, arguments: auditArguments(call), ...data },
     });
   }
-
-  /** Appends one audit record for a call; a failure to write stops the call (fail closed). */
-  private audit(sessionId: string, type: string, call: ToolCall, data: Record<string, unknown>): void {
-    try {
-      this.deps.store.appendAudit({
-        sessionId,
-        type,
-        data: {
-          'gen_ai.operation.name': 'execute_tool',
-          'gen_ai.tool.name': call.tool,
-          'gen_ai.tool.call.id': call.id,
-          arguments: auditArguments(call),
-          ...data,
-        },
-      });
-    } catch (error) {
-      throw new AirlockError('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so the call does not run; check the data dir disk', { cause: error });
-    }
-  }
 }
 
-/** The span of one call, with OpenTelemetry GenAI attribute names. */
-function toolCallSpan(sessionId: string, tool: string, trace: TraceContext | undefined, startedMs: number, outcome?: ToolCallOutcome, failure?: AirlockError): ToolCallSpan {
-  const attributes: ToolCallSpan['attributes'] = {
-    'gen_ai.operation.name': 'execute_tool',
-    'gen_ai.tool.name': tool,
-    'gen_ai.tool.type': 'function',
-    'airlock.session.id': sessionId,
-  };
-  if (outcome) {
-    attributes['gen_ai.tool.call.id'] = outcome.callId;
-    attributes['airlock.call.status'] = outcome.status;
-    if (outcome.decision) {
-      attributes['airlock.decision'] = outcome.decision.decision;
-      attributes['airlock.policy_ids'] = outcome.decision.policyIds;
-      attributes['airlock.decision.enforced'] = outcome.decision.enforced;
-    }
-    if (outcome.status === 'completed' && typeof outcome.result['exitCode'] === 'number') attributes['airlock.exit_code'] = outcome.result['exitCode'];
-    if (outcome.status === 'refused') attributes['error.type'] = outcome.error.code;
-    if (outcome.status === 'pending-approval') attributes['airlock.approval.id'] = outcome.approvalId;
-  }
-  if (failure) attributes['error.type'] = failure.code;
-  const errored = failure !== undefined || outcome?.status === 'refused';
-  return {
-    traceId: trace?.traceId ?? randomBytes(16).toString('hex'),
-    spanId: randomBytes(8).toString('hex'),
-    ...(trace ? { parentSpanId: trace.parentSpanId } : {}),
-    name: `execute_tool ${tool}`,
-    startTimeMs: startedMs,
-    endTimeMs: Date.now(),
-    attributes,
-    status: errored ? 'error' : 'ok',
-    ...(failure ? { statusMessage: failure.message } : outcome?.status === 'refused' ? { statusMessage: outcome.error.message } : {}),
-  };
-}
-
-function decisionEvent(decision: PolicyDecision): string {
-  if (!decision.enforced) return 'tool-call.decided';
-  return decision.decision === 'allow' ? 'tool-call.authorized' : decision.decision === 'deny' ? 'tool-call.denied' : 'tool-call.held';
-}
-
-function errorValue(error: AirlockError): { code: string; message: string; details: Record<string, unknown> } {
-  return { code: error.code, message: error.message, details: error.details };
-}
-
-/** What the audit keeps of arguments: no file contents, no environment values. */
-function auditArguments(call: ToolCall): Record<string, unknown> {
-  const { content, stdin, env, newString, oldString, ...rest } = call.arguments as Record<string, unknown>;
-  const kept: Record<string, unknown> = { ...rest };
-  if (typeof content === 'string') kept['contentBytes'] = Buffer.byteLength(content);
-  if (typeof stdin === 'string') kept['stdinBytes'] = Buffer.byteLength(stdin);
-  if (env && typeof env === 'object') kept['envNames'] = Object.keys(env);
-  if (typeof oldString === 'string') kept['oldStringBytes'] = Buffer.byteLength(oldString);
-  if (typeof newString === 'string') kept['newStringBytes'] = Buffer.byteLength(newString);
-  return kept;
-}
-
-function auditContext(context: AuthorizationContext): Record<string, unknown> {
-  return { programs: context.programs, analysable: context.analysable, notes: context.analysisNotes, path: context.path, cwd: context.cwd };
-}
-
-function auditResult(tool: ToolName, result: Record<string, unknown>): Record<string, unknown> {
-  const kept: Record<string, unknown> = {};
-  for (const key of ['exitCode', 'timedOut', 'aborted', 'stdoutBytes', 'stderrBytes', 'bytes', 'replacements', 'entries', 'created', 'failed']) {
-    if (result[key] !== undefined) kept[key] = result[key];
-  }
-  // What a lineage tool made: the audit trail must lead to the snapshot and to every branch.
-  if (tool === 'snapshot') kept['snapshotId'] = result['id'];
-  if (tool === 'fork') {
-    kept['snapshotId'] = (result['snapshot'] as { id?: unknown } | undefined)?.id;
-    kept['branchSessionIds'] = (result['branches'] as { sessionId: string | null }[]).map((branch) => branch.sessionId);
-  }
-  return kept;
+/** The breaker after one more outcome of `call`. */
+function breakerAfter(session: SessionRecord, call: ToolCall, failed: boolean, now: Date): SessionChange['guard'] & object {
+  return recordOutcome(session.guard, callKey(call.tool, call.arguments), failed, guardLimitsOf(session).maxIdenticalFailures, now);
 }

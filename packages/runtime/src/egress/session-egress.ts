@@ -100,8 +100,8 @@ export class SessionEgress implements SessionNetworks {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 
-  policyChanged(sessionId: string): void {
-    this.options.gateway.policyChanged(sessionId);
+  async policyChanged(sessionId: string): Promise<void> {
+    await this.options.gateway.policyChanged(sessionId);
   }
 
   async release(sessionId: string): Promise<void> {

@@ -8,17 +8,23 @@ import { join } from 'node:path';
 import { FakeDriver } from '../../src/drivers/fake/fake-driver.js';
 import { SqliteStore } from '../../src/stores/sqlite/sqlite-store.js';
 import { SnapshotDirectory } from '../../src/storage/snapshot-directory.js';
-import { SessionService } from '../../src/core/session-service.js';
-import { ApprovalService } from '../../src/core/approval-service.js';
-import { ToolPipeline, type CommandAnalysis } from '../../src/core/tool-pipeline.js';
-import { ToolExecutor } from '../../src/core/tool-executor.js';
-import { SnapshotService } from '../../src/core/snapshot-service.js';
-import { ForkService } from '../../src/core/fork-service.js';
-import { LineageTools } from '../../src/core/lineage-tools.js';
-import type { Clock } from '../../src/core/clock.js';
+import type { SessionService } from '../../src/core/session-service.js';
+import type { ApprovalService } from '../../src/core/approval-service.js';
+import type { ToolPipeline, CommandAnalysis } from '../../src/core/tool-pipeline.js';
+import type { SnapshotService } from '../../src/core/snapshot-service.js';
+import type { ForkService } from '../../src/core/fork-service.js';
+import type { SessionRecords } from '../../src/core/session-records.js';
+import type { SnapshotDisposal } from '../../src/core/snapshot-disposal.js';
+import type { Store } from '../../src/core/store.js';
+import type { SessionRecord } from '../../src/core/session.js';
+import { reconcileSessions, type ReconcileReport } from '../../src/core/session-reconciler.js';
+import { buildCoreServices, type CoreServices } from '../../src/core/core-services.js';
+import { AuditLog } from '../../src/audit/audit-log.js';
+import { systemClock, type Clock } from '../../src/core/clock.js';
 import type { Authorizer, PolicyDecision, AuthorizationContext } from '../../src/core/authorizer.js';
 import type { SessionDisks } from '../../src/core/session-disks.js';
 import type { ImageCatalog, ImageRecord } from '../../src/core/image-catalog.js';
+import { randomBytes } from 'node:crypto';
 import { AirlockError } from '../../src/core/errors.js';
 import { parseContract, type SessionContract } from '../../src/policy/session-contract.js';
 
@@ -116,7 +122,13 @@ export class ManualClock implements Clock {
 export interface CoreFixture {
   dir: string;
   driver: FakeDriver;
-  store: SqliteStore;
+  store: Store;
+  audit: AuditLog;
+  /** the audit key of this fixture's chains */
+  auditKey: Buffer;
+  records: SessionRecords;
+  disposal: SnapshotDisposal;
+  core: CoreServices;
   disks: DirectoryDisks;
   sessions: SessionService;
   approvals: ApprovalService;
@@ -128,71 +140,98 @@ export interface CoreFixture {
   snapshots: SnapshotService;
   forks: ForkService;
   contract(extra?: Record<string, unknown>): SessionContract;
-  close(): void;
+  /** Writes a session record as a crash would have left it, bypassing the transition table (tests only). */
+  forceRecord(id: string, change: Partial<SessionRecord>): Promise<SessionRecord>;
+  /** Reconciles as the server does at start. */
+  reconcile(): Promise<ReconcileReport>;
+  close(): Promise<void>;
 }
 
-/** Builds a fresh fixture; `maxBranches` (of a fork) defaults to 64, `concurrency` (branches restored at once) to 4. */
-export function coreFixture(options: { maxBranches?: number; concurrency?: number } = {}): CoreFixture {
+/** Options of the fixture. */
+export interface CoreFixtureOptions {
+  /** largest fork; default 64 */
+  maxBranches?: number;
+  /** branches restored at once; default 4 */
+  concurrency?: number;
+  /** the store to use (default: a fresh SQLite file in the fixture's dir); closed with the fixture */
+  store?: Store;
+  /** the server this core speaks for; default `srv_test` */
+  owner?: string;
+}
+
+/** Builds a fresh fixture over the fake driver and in-memory disks and images. */
+export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
   const dir = mkdtempSync('/tmp/airlock-core-');
   const driver = new FakeDriver();
-  const store = new SqliteStore(join(dir, 'airlock.db'));
+  const store = options.store ?? new SqliteStore(join(dir, 'airlock.db'));
   const artifacts = new SnapshotDirectory(join(dir, 'snapshots'));
   const disks = new DirectoryDisks(join(dir, 'disks'));
   const images = new StaticImages();
-  const sessions = new SessionService({
-    store,
-    driver,
-    disks,
-    images,
-    artifacts,
-    layout: { sandboxStateDir: (id) => join(dir, 'state', id) },
-  });
+  const auditKey = randomBytes(32);
+  const audit = new AuditLog({ key: auditKey, clock: systemClock });
   // the fake checkpoint writes nothing: give every snapshot one file so it can be sealed
   const realCheckpoint = driver.checkpoint.bind(driver);
-  driver.checkpoint = async (handle, imageDir, options) => {
+  driver.checkpoint = async (handle, imageDir, checkpointOptions) => {
     mkdirSync(imageDir, { recursive: true });
     writeFileSync(join(imageDir, 'checkpoint.img'), `memory of ${handle.sandboxId}`);
-    return realCheckpoint(handle, imageDir, options);
+    return realCheckpoint(handle, imageDir, checkpointOptions);
   };
-  const approvals = new ApprovalService(store);
   const authorizer = new ScriptedAuthorizer();
   const analyze = (input: { command?: string; argv?: string[] }): CommandAnalysis => {
     const words = input.command ? input.command.split(/[\s;&|]+/) : (input.argv ?? []);
     return { programs: [...new Set(words.filter(Boolean))].sort(), analysable: true, reasons: [] };
   };
   const clock = new ManualClock();
-  const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions, clock });
-  const forks = new ForkService({
+  const core = buildCoreServices({
     store,
+    audit,
     driver,
     disks,
     images,
     artifacts,
-    sessions,
-    snapshots,
-    hooks: sessions.hooks,
-    clock,
-    ...(options.maxBranches === undefined ? {} : { maxBranches: options.maxBranches }),
-    ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+    layout: { sandboxStateDir: (id) => join(dir, 'state', id) },
+    authorizer,
+    analyzeCommand: analyze,
+    owner: options.owner ?? 'srv_test',
+    lineageClock: clock,
+    ...(options.maxBranches === undefined ? {} : { maxForkBranches: options.maxBranches }),
+    ...(options.concurrency === undefined ? {} : { forkConcurrency: options.concurrency }),
   });
-  const executor = new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks));
-  const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor, approvals });
   return {
     dir,
     driver,
     store,
+    audit,
+    auditKey,
+    records: core.records,
+    disposal: core.disposal,
+    core,
     disks,
-    sessions,
-    approvals,
-    pipeline,
+    sessions: core.sessions,
+    approvals: core.approvals,
+    pipeline: core.pipeline,
     authorizer,
     artifacts,
     clock,
-    snapshots,
-    forks,
+    snapshots: core.snapshots,
+    forks: core.forks,
     contract: (extra = {}) => parseContract({ version: 1, ...extra }),
-    close() {
-      store.close();
+    async forceRecord(id, change) {
+      return store.transaction(async (tx) => {
+        const current = await tx.lockSession(id);
+        if (!current) throw new Error(`no session ${id}`);
+        const next = { ...current, ...change, version: current.version + 1 };
+        if (!(await tx.replaceSession(next))) throw new Error('lost the compare-and-set');
+        return next;
+      });
+    },
+    reconcile() {
+      return reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, driver, disks, artifacts });
+    },
+    async close() {
+      await core.approvals.close();
+      await core.usage.drain();
+      await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,0 +1,141 @@
+/**
+ * The core's services, built from the ports the composition root hands in
+ * (store, driver, disks, images, artifacts, authorizer…). This only connects
+ * core objects to each other, each to the few it needs and none back to the
+ * one that uses it; which adapters fill the ports is decided in server.ts
+ * (and in tests).
+ */
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Authorizer } from './authorizer.js';
+import { ApprovalService } from './approval-service.js';
+import { systemClock, type Clock } from './clock.js';
+import { ForkService } from './fork-service.js';
+import type { ImageCatalog } from './image-catalog.js';
+import { LifecycleHooks } from './lifecycle-hooks.js';
+import { LineageTools } from './lineage-tools.js';
+import { MachineHibernation } from './machine-hibernation.js';
+import type { SandboxDriver } from './sandbox-driver.js';
+import { SandboxSpecs, type SessionLayout } from './sandbox-specs.js';
+import type { SessionDisks } from './session-disks.js';
+import { SessionLocks } from './session-locks.js';
+import type { SessionNetworks } from './session-networks.js';
+import { SessionPorts } from './session-ports.js';
+import { SessionRecords } from './session-records.js';
+import { SessionResizer } from './session-resizer.js';
+import { SessionService } from './session-service.js';
+import type { SnapshotArtifacts } from './snapshot-artifacts.js';
+import { SnapshotDisposal } from './snapshot-disposal.js';
+import { SnapshotService } from './snapshot-service.js';
+import type { Store } from './store.js';
+import { ToolExecutor } from './tool-executor.js';
+import { ToolPipeline, type CommandAnalysis } from './tool-pipeline.js';
+import type { Tracer } from './tracer.js';
+import { UsageMeter } from './usage-meter.js';
+
+/** The ports and settings the core is built from. */
+export interface CorePorts {
+  store: Store;
+  audit: AuditLog;
+  driver: SandboxDriver;
+  disks: SessionDisks;
+  images: ImageCatalog;
+  artifacts: SnapshotArtifacts;
+  layout: SessionLayout;
+  authorizer: Authorizer;
+  analyzeCommand: (input: { command?: string; argv?: string[] }) => CommandAnalysis;
+  /** the server (data dir) this process speaks for */
+  owner: string;
+  networks?: SessionNetworks | undefined;
+  clock?: Clock;
+  /** the clock of snapshots and forks (tests move it); default `clock` */
+  lineageClock?: Clock;
+  tracer?: Tracer | undefined;
+  maxForkBranches?: number;
+  forkConcurrency?: number;
+  /** told about background work that failed (samples, approved calls) */
+  onError?: (what: string, error: unknown) => void;
+}
+
+/** The core's services. */
+export interface CoreServices {
+  records: SessionRecords;
+  locks: SessionLocks;
+  usage: UsageMeter;
+  hooks: LifecycleHooks;
+  disposal: SnapshotDisposal;
+  sessions: SessionService;
+  approvals: ApprovalService;
+  snapshots: SnapshotService;
+  forks: ForkService;
+  executor: ToolExecutor;
+  pipeline: ToolPipeline;
+  ports: SessionPorts;
+  resizer: SessionResizer;
+}
+
+/** Builds the core's services over `ports`. */
+export function buildCoreServices(ports: CorePorts): CoreServices {
+  const { store, audit, driver, disks, images, artifacts } = ports;
+  const clock = ports.clock ?? systemClock;
+  const lineageClock = ports.lineageClock ?? clock;
+  const records = new SessionRecords({ store, audit, clock, owner: ports.owner });
+  const locks = new SessionLocks();
+  const usage = new UsageMeter({ records, driver, disks, locks, clock, onError: (sessionId, error) => ports.onError?.(`metering of ${sessionId}`, error) });
+  const hooks = new LifecycleHooks({ driver, store, audit });
+  const specs = new SandboxSpecs({ disks, layout: ports.layout, networks: ports.networks });
+  const disposal = new SnapshotDisposal({ store, audit, artifacts, clock: lineageClock });
+  const hibernation = new MachineHibernation({ store, records, driver, disks, images, artifacts, specs, disposal, clock, networks: ports.networks, hooks, usage });
+  const sessions = new SessionService({ store, records, driver, disks, images, specs, hibernation, disposal, usage, locks, networks: ports.networks });
+  const approvals = new ApprovalService({
+    store,
+    audit,
+    clock,
+    isManagedHere: async (sessionId) => (await records.find(sessionId))?.owner === ports.owner,
+    onError: (approvalId, error) => ports.onError?.(`approved call ${approvalId}`, error),
+  });
+  const snapshots = new SnapshotService({ store, audit, records, locks, driver, disks, artifacts, disposal, clock: lineageClock });
+  const forks = new ForkService({
+    store,
+    audit,
+    records,
+    locks,
+    specs,
+    driver,
+    disks,
+    images,
+    artifacts,
+    snapshots,
+    hooks,
+    clock: lineageClock,
+    ...(ports.maxForkBranches === undefined ? {} : { maxBranches: ports.maxForkBranches }),
+    ...(ports.forkConcurrency === undefined ? {} : { concurrency: ports.forkConcurrency }),
+  });
+  const executor = new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks));
+  const pipeline = new ToolPipeline({
+    store,
+    audit,
+    sessions,
+    authorizer: ports.authorizer,
+    analyzeCommand: ports.analyzeCommand,
+    executor,
+    approvals,
+    clock,
+    ...(ports.tracer ? { tracer: ports.tracer } : {}),
+  });
+  approvals.setExecutor((call, decision) => pipeline.runApproved(call, decision));
+  return {
+    records,
+    locks,
+    usage,
+    hooks,
+    disposal,
+    sessions,
+    approvals,
+    snapshots,
+    forks,
+    executor,
+    pipeline,
+    ports: new SessionPorts(sessions, driver),
+    resizer: new SessionResizer(sessions, driver),
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * What the audit log keeps of a tool call: its decision's event name, its
+ * arguments without contents or secrets, the context the policy saw, and
+ * its result's sizes and codes.
+ */
+import type { AirlockError } from './errors.js';
+import type { AuthorizationContext, PolicyDecision } from './authorizer.js';
+import type { ToolCall, ToolName } from './tool-call.js';
+
+/** The audit type of a decision: authorized, denied, held, or (not enforced) decided. */
+export function decisionEvent(decision: PolicyDecision): string {
+  if (!decision.enforced) return 'tool-call.decided';
+  return decision.decision === 'allow' ? 'tool-call.authorized' : decision.decision === 'deny' ? 'tool-call.denied' : 'tool-call.held';
+}
+
+/** An error as an outcome carries it. */
+export function errorValue(error: AirlockError): { code: string; message: string; details: Record<string, unknown> } {
+  return { code: error.code, message: error.message, details: error.details };
+}
+
+/** What the audit keeps of arguments: no file contents, no environment values. */
+export function auditArguments(call: ToolCall): Record<string, unknown> {
+  const { content, stdin, env, newString, oldString, ...rest } = call.arguments as Record<string, unknown>;
+  const kept: Record<string, unknown> = { ...rest };
+  if (typeof content === 'string') kept['contentBytes'] = Buffer.byteLength(content);
+  if (typeof stdin === 'string') kept['stdinBytes'] = Buffer.byteLength(stdin);
+  if (env && typeof env === 'object') kept['envNames'] = Object.keys(env);
+  if (typeof oldString === 'string') kept['oldStringBytes'] = Buffer.byteLength(oldString);
+  if (typeof newString === 'string') kept['newStringBytes'] = Buffer.byteLength(newString);
+  return kept;
+}
+
+/** What the audit keeps of the context a policy saw. */
+export function auditContext(context: AuthorizationContext): Record<string, unknown> {
+  return { programs: context.programs, analysable: context.analysable, notes: context.analysisNotes, path: context.path, cwd: context.cwd };
+}
+
+/** What the audit keeps of a result: sizes and codes, never contents; what a lineage tool made. */
+export function auditResult(tool: ToolName, result: Record<string, unknown>): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const key of ['exitCode', 'timedOut', 'aborted', 'stdoutBytes', 'stderrBytes', 'bytes', 'replacements', 'entries', 'created', 'failed']) {
+    if (result[key] !== undefined) kept[key] = result[key];
+  }
+  // What a lineage tool made: the audit trail must lead to the snapshot and to every branch.
+  if (tool === 'snapshot') kept['snapshotId'] = result['id'];
+  if (tool === 'fork') {
+    kept['snapshotId'] = (result['snapshot'] as { id?: unknown } | undefined)?.id;
+    kept['branchSessionIds'] = (result['branches'] as { sessionId: string | null }[]).map((branch) => branch.sessionId);
+  }
+  return kept;
+}
