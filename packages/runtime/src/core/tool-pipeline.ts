@@ -268,13 +268,10 @@ export class ToolPipeline {
     }
     const refused = decision.enforced && decision.decision === 'deny';
     await this.write(async (tx) => {
+      // Nothing ran: the reservation goes back, and the denial counts toward the breaker (session row first: lock order).
+      if (refused) await this.deps.sessions.records.update(session.id, (now) => ({ meters: { ...now.meters, toolCalls: Math.max(0, now.meters.toolCalls - 1) }, guard: breakerAfter(now, call, true, this.clock.now()) }), undefined, { tx });
       await this.audit(tx, decisionEvent(decision), call, { decision: decision.decision, policyIds: decision.policyIds, reason: decision.reason, enforced: decision.enforced, errors: decision.errors, stage: 'resolved-path', context: auditContext(resolved) });
-      if (!refused) {
-        await this.audit(tx, 'tool-call.started', call, { path: canonical });
-        return;
-      }
-      // Nothing ran: the reservation goes back, and the denial counts toward the breaker.
-      await this.deps.sessions.records.update(session.id, (now) => ({ meters: { ...now.meters, toolCalls: Math.max(0, now.meters.toolCalls - 1) }, guard: breakerAfter(now, call, true, this.clock.now()) }), undefined, { tx });
+      if (!refused) await this.audit(tx, 'tool-call.started', call, { path: canonical });
     });
     if (!refused) return { kind: 'resolved', context: resolved };
     const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
@@ -299,8 +296,10 @@ export class ToolPipeline {
     }
     const { result, timing, failed } = ran;
     await this.write(async (tx) => {
+      // The session row before the chain head, in every transaction: a fixed lock order cannot deadlock.
+      const tripped = await this.finish(tx, call, failed);
       await this.audit(tx, 'tool-call.completed', call, { ...auditResult(call.tool, result), timing });
-      await this.finish(tx, call, failed);
+      await tripped();
     });
     this.deps.sessions.usage.requestSample(session.id);
     return { status: 'completed', callId: call.id, tool: call.tool, result, decision, timing };
@@ -310,13 +309,14 @@ export class ToolPipeline {
   private async fail(call: ToolCall, error: unknown, beforeStart: boolean): Promise<void> {
     const failure = toAirlockError(error, 'DRIVER_FAILED');
     await this.write(async (tx) => {
+      const tripped = await this.finish(tx, call, true);
       await this.audit(tx, 'tool-call.failed', call, { code: failure.code, message: failure.message, ...(beforeStart ? { stage: 'resolving-path' } : {}) });
-      await this.finish(tx, call, true);
+      await tripped();
     }).catch(() => undefined);
   }
 
-  /** The breaker and activity after a call ran (or failed trying). */
-  private async finish(tx: StoreTransaction, call: ToolCall, failed: boolean): Promise<void> {
+  /** The breaker and activity after a call ran (or failed trying); returns what records a breaker that just tripped. */
+  private async finish(tx: StoreTransaction, call: ToolCall, failed: boolean): Promise<() => Promise<void>> {
     const now = this.clock.now();
     let wasTripped = false;
     const after = await this.deps.sessions.records.update(
@@ -328,7 +328,7 @@ export class ToolPipeline {
       undefined,
       { tx },
     );
-    await this.guardTripped(tx, call, wasTripped, after);
+    return () => this.guardTripped(tx, call, wasTripped, after);
   }
 
   private async guardTripped(tx: StoreTransaction, call: ToolCall, wasTripped: boolean, session: SessionRecord): Promise<void> {

@@ -153,8 +153,10 @@ export interface CoreFixtureOptions {
   maxBranches?: number;
   /** branches restored at once; default 4 */
   concurrency?: number;
-  /** the store to use (default: a fresh SQLite file in the fixture's dir); closed with the fixture */
+  /** the store to use (default: a fresh SQLite file in the fixture's dir, closed with the fixture; a given one stays open) */
   store?: Store;
+  /** the audit key (default: a fresh one) */
+  auditKey?: Buffer;
   /** the server this core speaks for; default `srv_test` */
   owner?: string;
 }
@@ -167,7 +169,7 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
   const artifacts = new SnapshotDirectory(join(dir, 'snapshots'));
   const disks = new DirectoryDisks(join(dir, 'disks'));
   const images = new StaticImages();
-  const auditKey = randomBytes(32);
+  const auditKey = options.auditKey ?? randomBytes(32);
   const audit = new AuditLog({ key: auditKey, clock: systemClock });
   // the fake checkpoint writes nothing: give every snapshot one file so it can be sealed
   const realCheckpoint = driver.checkpoint.bind(driver);
@@ -231,7 +233,7 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
     async close() {
       await core.approvals.close();
       await core.usage.drain();
-      await store.close();
+      if (!options.store) await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
