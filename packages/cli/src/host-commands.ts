@@ -20,6 +20,11 @@ async function parseListen(listen: string): Promise<{ host: string; port: number
   return { host: match[1] ?? match[2] ?? '127.0.0.1', port };
 }
 
+/** Commander's accumulator for a repeatable option. */
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
 /** Registers `serve`, `images`, `store` and `contract`. */
 export function registerHostCommands(program: Command): void {
   program
@@ -29,11 +34,21 @@ export function registerHostCommands(program: Command): void {
     .option('--listen <host:port>', 'address to listen on', DEFAULT_LISTEN)
     .option('--store <url>', 'keep state in PostgreSQL (postgres://USER@HOST:PORT/DB); default $AIRLOCK_STORE_URL, else SQLite in the data dir')
     .option('--log', 'log every request')
-    .action(async (options: { dataDir: string; listen: string; store?: string; log?: boolean }) => {
+    .option('--allowed-origin <url>', 'let web pages of this origin call the server (repeatable; also AIRLOCK_ALLOWED_ORIGINS, comma-separated)', collect, [])
+    .option('--allowed-host <name>', 'accept this name (NAME or NAME:PORT) in the Host header, e.g. behind a reverse proxy (repeatable; also AIRLOCK_ALLOWED_HOSTS)', collect, [])
+    .action(async (options: { dataDir: string; listen: string; store?: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[] }) => {
       const { host, port } = await parseListen(options.listen);
       const { startServer, redactUrl } = await runtime();
       const storeUrl = options.store ?? process.env['AIRLOCK_STORE_URL'];
-      const server = await startServer({ dataDir: options.dataDir, host, port, logger: Boolean(options.log), ...(storeUrl ? { storeUrl } : {}) });
+      const server = await startServer({
+        dataDir: options.dataDir,
+        host,
+        port,
+        logger: Boolean(options.log),
+        allowedOrigins: options.allowedOrigin,
+        allowedHosts: options.allowedHost,
+        ...(storeUrl ? { storeUrl } : {}),
+      });
       const r = server.reconciled;
       process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root}, store ${storeUrl ? redactUrl(storeUrl) : 'SQLite in the data dir'}, server ${server.serverId})\n`);
       if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);

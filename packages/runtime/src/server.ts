@@ -39,6 +39,7 @@ import { EgressGateway } from './egress/egress-gateway.js';
 import { SessionEgress } from './egress/session-egress.js';
 import { loadEgressConfig, readUpstreamCas, type EgressConfig } from './egress/egress-config.js';
 import { buildHttpServer } from './api/http-server.js';
+import { listFromEnvironment, normalizeAllowedOrigin, parseAllowedHost } from './api/origin-guard.js';
 import type { AirlockServices } from './api/airlock-services.js';
 
 /** The version of this Airlock. */
@@ -66,6 +67,10 @@ export interface ServeOptions {
   idleTickMs?: number;
   /** egress gateway settings; default: the file named by $AIRLOCK_EGRESS_CONFIG, if any */
   egress?: EgressConfig;
+  /** origins whose web pages may call the server besides its own (`--allowed-origin`); $AIRLOCK_ALLOWED_ORIGINS adds more */
+  allowedOrigins?: readonly string[];
+  /** further names of the server for the Host header (`--allowed-host`); $AIRLOCK_ALLOWED_HOSTS adds more */
+  allowedHosts?: readonly string[];
 }
 
 /** A control plane that is listening. */
@@ -114,6 +119,10 @@ export async function openAuditLog(layout: DataDirLayout, store: Store): Promise
 
 /** Wires everything and starts listening. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  // Checked before anything starts: a mistyped origin must not leave a server running that refuses its console.
+  const allowedOrigins = [...(options.allowedOrigins ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_ORIGINS'])].map(normalizeAllowedOrigin);
+  const allowedHosts = [...(options.allowedHosts ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_HOSTS'])];
+  allowedHosts.forEach(parseAllowedHost);
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
   const serverId = loadOrCreateServerId(layout);
@@ -217,7 +226,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     contracts: new ContractUpdates({ sessions: core.sessions, parseContract: (input) => parseContract(input), networks }),
     defaultContract: () => DEFAULT_CONTRACT,
   };
-  const http = buildHttpServer(services, { token, version: AIRLOCK_VERSION, logger: options.logger ?? false });
+  const http = buildHttpServer(services, { token, version: AIRLOCK_VERSION, logger: options.logger ?? false, listenHost: options.host, allowedOrigins, allowedHosts });
   await http.listen({ host: options.host, port: options.port });
   writeFileSync(layout.pidFile, `${process.pid}\n`);
   const address = http.server.address();

@@ -83,6 +83,15 @@ export interface ContractCredential {
   readonly env?: string;
 }
 
+/** Rules for `exec` beyond Cedar. */
+export interface ContractExec {
+  /**
+   * Environment variables that change which code runs (PATH, BASH_ENV, LD_PRELOAD, ...) that a
+   * call's `env` may still set; any other such variable is refused (see code-changing-environment.ts)
+   */
+  readonly allowEnv: readonly string[];
+}
+
 /** One Cedar policy of a parsed contract, with its final id. */
 export interface ContractPolicy {
   readonly id: string;
@@ -98,6 +107,7 @@ export interface SessionContract {
   readonly identity: ContractIdentity;
   readonly tools: readonly ToolName[];
   readonly filesystem: FilesystemRules;
+  readonly exec: ContractExec;
   readonly resources: ContractResources;
   readonly budgets: ContractBudgets;
   readonly guard: { readonly maxIdenticalFailures: number };

@@ -153,13 +153,23 @@ export class ToolPipeline {
       identicalFailures: 0,
       branches: 0,
       access: 'none',
+      env: {},
     };
     if (tool === 'snapshot') return base;
     if (tool === 'fork') return { ...base, branches: (args as ToolArguments<'fork'>).count };
     if (tool === 'exec') {
       const exec = args as ToolArguments<'exec'>;
       const analysis = this.deps.analyzeCommand(exec.command !== undefined ? { command: exec.command } : { argv: exec.argv ?? [] });
-      return { ...base, command: exec.command ?? '', argv: exec.argv ?? [], programs: analysis.programs, analysable: analysis.analysable, analysisNotes: analysis.reasons, cwd: FileOperations.lexical(exec.cwd) };
+      return {
+        ...base,
+        command: exec.command ?? '',
+        argv: exec.argv ?? [],
+        programs: analysis.programs,
+        analysable: analysis.analysable,
+        analysisNotes: analysis.reasons,
+        cwd: FileOperations.lexical(exec.cwd),
+        env: exec.env,
+      };
     }
     const access = tool === 'files.read' || tool === 'files.list' || tool === 'files.stat' ? 'read' : 'write';
     return { ...base, path: FileOperations.lexical((args as { path: string }).path), access };

@@ -16,6 +16,7 @@ import { decodeContractText } from './contract-text.js';
 export type {
   ContractBudgets,
   ContractCredential,
+  ContractExec,
   ContractIdentity,
   ContractIdle,
   ContractNetwork,
@@ -99,6 +100,15 @@ export const sessionContractSchema = z.strictObject({
       denyRead: prefixes.default([]),
       denyWrite: prefixes.default([]),
       allowWrite: prefixes.optional(),
+    })
+    .prefault({}),
+  exec: z
+    .strictObject({
+      allowEnv: z
+        .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'expected an environment variable name'))
+        .max(256)
+        .transform((list) => [...new Set(list)])
+        .default([]),
     })
     .prefault({}),
   resources: z
