@@ -200,11 +200,21 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   await networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
   const retention = core.snapshots.startRetentionSweeper(60_000, (error) => report('snapshot retention sweep', error));
   // A short tick: the pause depth is meant to follow idleness within a fraction of a second.
-  const sleeper = new IdleSleeper(core.sessions, { tickMs: options.idleTickMs ?? 250, onError: (sessionId, error) => report(`idle sleep of ${sessionId}`, error) });
+  const sleeper = new IdleSleeper(core.sessions, {
+    tickMs: options.idleTickMs ?? 250,
+    onError: (sessionId, error) => report(`idle sleep of ${sessionId}`, error),
+  });
   sleeper.start();
   const checkCredentials = <T extends SessionContract>(contract: T): T => {
     const missing = (contract.credentials ?? []).flatMap((credential, index) =>
-      secrets.has(credential.secret) ? [] : [{ path: `credentials[${index}].secret`, message: `no secret named ${credential.secret}; store it first with \`airlock secrets set ${credential.secret}\`` }],
+      secrets.has(credential.secret)
+        ? []
+        : [
+            {
+              path: `credentials[${index}].secret`,
+              message: `no secret named ${credential.secret}; store it first with \`airlock secrets set ${credential.secret}\``,
+            },
+          ],
     );
     if (missing.length > 0) throw invalidContract(missing);
     return contract;
@@ -226,7 +236,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     contracts: new ContractUpdates({ sessions: core.sessions, parseContract: (input) => parseContract(input), networks }),
     defaultContract: () => DEFAULT_CONTRACT,
   };
-  const http = buildHttpServer(services, { token, version: AIRLOCK_VERSION, logger: options.logger ?? false, listenHost: options.host, allowedOrigins, allowedHosts });
+  const http = buildHttpServer(services, {
+    token,
+    version: AIRLOCK_VERSION,
+    logger: options.logger ?? false,
+    listenHost: options.host,
+    allowedOrigins,
+    allowedHosts,
+  });
   await http.listen({ host: options.host, port: options.port });
   writeFileSync(layout.pidFile, `${process.pid}\n`);
   const address = http.server.address();

@@ -25,7 +25,9 @@ interface Entry {
 function canonical(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null);
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
 }
 
@@ -58,7 +60,10 @@ describe('audit verify finds every tampering of a database writer', () => {
     const id = sessions[0] ?? '';
     const exported = installation.cli(['audit', 'export', id]);
     assert.equal(exported.code, 0, exported.stderr);
-    const lines = exported.stdout.trim().split('\n').map((line) => JSON.parse(line) as { kind: string; seq: number; hash: string; signature?: string; anchoredSeq?: number });
+    const lines = exported.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { kind: string; seq: number; hash: string; signature?: string; anchoredSeq?: number });
     const head = lines.at(-1);
     assert.equal(head?.kind, 'head');
     assert.equal(lines.filter((line) => line.kind === 'record').length, records(id).length);
@@ -104,7 +109,10 @@ describe('audit verify finds every tampering of a database writer', () => {
       const body = canonical({ sessionId: record.sessionId, seq: record.seq, at: record.at, type: record.type, data, prevHash });
       const hash = createHash('sha256').update(body).digest('hex');
       await installation.writeStore(
-        { sqlite: 'UPDATE audit_records SET data = ?, prev_hash = ?, hash = ? WHERE session_id = ? AND seq = ?', postgres: 'UPDATE audit_records SET data = $1::json, prev_hash = $2, hash = $3 WHERE session_id = $4 AND seq = $5' },
+        {
+          sqlite: 'UPDATE audit_records SET data = ?, prev_hash = ?, hash = ? WHERE session_id = ? AND seq = ?',
+          postgres: 'UPDATE audit_records SET data = $1::json, prev_hash = $2, hash = $3 WHERE session_id = $4 AND seq = $5',
+        },
         [JSON.stringify(data), prevHash, hash, id, record.seq],
       );
       prevHash = hash;

@@ -43,7 +43,16 @@ describe('two servers on one PostgreSQL database', { skip: testPostgresUrl() ? f
     a = await TestInstallation.start({ store: { url: database.url }, env });
     b = await TestInstallation.start({ store: { url: database.url }, env });
     const contract = join(shared, 'ask-tar.json');
-    writeFileSync(contract, JSON.stringify({ version: 1, policies: ['permit(principal, action, resource);', '@approval("required") permit(principal, action == Airlock::Action::"exec", resource) when { context.programs.contains("tar") };'] }));
+    writeFileSync(
+      contract,
+      JSON.stringify({
+        version: 1,
+        policies: [
+          'permit(principal, action, resource);',
+          '@approval("required") permit(principal, action == Airlock::Action::"exec", resource) when { context.programs.contains("tar") };',
+        ],
+      }),
+    );
     const createdA = a.cli(['sessions', 'create', '--contract', contract]);
     assert.equal(createdA.code, 0, createdA.stderr);
     sessionOfA = createdA.stdout.trim();

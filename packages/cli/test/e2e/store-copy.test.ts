@@ -48,8 +48,15 @@ describe('airlock store copy', { skip: testPostgresUrl() ? false : NO_POSTGRES }
     installation.storeUrl = database.url;
     await installation.startServer();
     const listed = JSON.parse(installation.cli(['sessions', 'ls', '--json']).stdout) as { id: string; state: string }[];
-    assert.deepEqual(listed.map((session) => [session.id, session.state]), [[id, 'suspended']]);
-    assert.equal(installation.cli(['files', 'read', id, '/workspace/kept.txt']).stdout, 'from the SQLite days\n', 'the disk and the suspended machine are served');
+    assert.deepEqual(
+      listed.map((session) => [session.id, session.state]),
+      [[id, 'suspended']],
+    );
+    assert.equal(
+      installation.cli(['files', 'read', id, '/workspace/kept.txt']).stdout,
+      'from the SQLite days\n',
+      'the disk and the suspended machine are served',
+    );
     assert.ok(installation.cli(['snapshots', 'ls', '--json']).stdout.includes(snapshotId));
     const verified = installation.cli(['audit', 'verify', id]);
     assert.equal(verified.code, 0, verified.stdout);

@@ -71,7 +71,8 @@ export class AuditLog {
   anchoredHead(sessionId: string): { head?: SignedHead; problem?: string } {
     const head = this.anchor?.headOf(sessionId);
     if (!head) return {};
-    if (!headSignedBy(this.key, head)) return { problem: `the head kept outside the database for ${sessionId || 'the system chain'} is not signed with this server's audit key` };
+    if (!headSignedBy(this.key, head))
+      return { problem: `the head kept outside the database for ${sessionId || 'the system chain'} is not signed with this server's audit key` };
     return { head };
   }
 
@@ -90,7 +91,10 @@ export class AuditLog {
     const records = await store.listAudit(sessionId);
     const last = records.at(-1);
     const head = signHead(this.key, sessionId, last ? { seq: last.seq, hash: last.hash } : await store.auditHead(sessionId));
-    return [...records.map((record) => ({ kind: 'record' as const, ...record })), { kind: 'head', ...head, anchoredSeq: this.anchoredHead(sessionId).head?.seq ?? null }];
+    return [
+      ...records.map((record) => ({ kind: 'record' as const, ...record })),
+      { kind: 'head', ...head, anchoredSeq: this.anchoredHead(sessionId).head?.seq ?? null },
+    ];
   }
 
   /** Anchors heads that exist before any keyed append (e.g. legacy chains when the key is first made). */

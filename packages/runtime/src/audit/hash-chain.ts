@@ -80,15 +80,7 @@ function headSignature(key: Uint8Array, sessionId: string, head: AuditHead): str
 }
 
 /** What verification found wrong, at the first record where it shows. */
-export type ChainProblemKind =
-  | 'edited'
-  | 'removed'
-  | 'reordered'
-  | 'truncated'
-  | 'foreign'
-  | 'forged'
-  | 'empty'
-  | 'unverifiable';
+export type ChainProblemKind = 'edited' | 'removed' | 'reordered' | 'truncated' | 'foreign' | 'forged' | 'empty' | 'unverifiable';
 
 /** Outcome of verifying a chain. */
 export interface ChainVerification {
@@ -140,7 +132,8 @@ export function verifyChain(sessionId: string, records: AuditRecord[], evidence:
     }
     if (record.seq !== expectedSeq) {
       const kind = record.seq > expectedSeq ? 'removed' : 'reordered';
-      const message = kind === 'removed' ? `record ${expectedSeq} is missing (the next one found is ${record.seq})` : `expected record ${expectedSeq}, found ${record.seq}`;
+      const message =
+        kind === 'removed' ? `record ${expectedSeq} is missing (the next one found is ${record.seq})` : `expected record ${expectedSeq}, found ${record.seq}`;
       return fail(expectedSeq, kind, message);
     }
     if (record.prevHash !== prevHash) {
@@ -168,7 +161,11 @@ export function verifyChain(sessionId: string, records: AuditRecord[], evidence:
   }
   const lastSeq = expectedSeq - 1;
   if (anchor && anchor.seq > lastSeq) {
-    return fail(lastSeq + 1, 'truncated', `the chain ends at record ${lastSeq}, but the head kept outside the database says ${anchor.seq} were written: records ${lastSeq + 1}–${anchor.seq} are missing`);
+    return fail(
+      lastSeq + 1,
+      'truncated',
+      `the chain ends at record ${lastSeq}, but the head kept outside the database says ${anchor.seq} were written: records ${lastSeq + 1}–${anchor.seq} are missing`,
+    );
   }
   if (storedHead.seq !== lastSeq || storedHead.hash !== (lastSeq === 0 ? GENESIS_HASH : prevHash)) {
     return fail(lastSeq + 1, 'truncated', `the chain ends at record ${lastSeq} but ${storedHead.seq} were written`);

@@ -100,7 +100,8 @@ export class ApprovalService {
   async get(id: string): Promise<ApprovalView> {
     await this.expireDue();
     const approval = await this.deps.store.getApproval(id);
-    if (!approval) throw new AirlockError('APPROVAL_NOT_FOUND', `approval ${id} does not exist; list them with \`airlock approvals ls\``, { details: { approvalId: id } });
+    if (!approval)
+      throw new AirlockError('APPROVAL_NOT_FOUND', `approval ${id} does not exist; list them with \`airlock approvals ls\``, { details: { approvalId: id } });
     return approval as ApprovalView;
   }
 
@@ -118,9 +119,17 @@ export class ApprovalService {
     await this.expireDue();
     const current = await this.get(id);
     if (current.state !== 'pending') {
-      throw new AirlockError('APPROVAL_ALREADY_DECIDED', `approval ${id} is already ${current.state}; nothing changed`, { details: { approvalId: id, state: current.state } });
+      throw new AirlockError('APPROVAL_ALREADY_DECIDED', `approval ${id} is already ${current.state}; nothing changed`, {
+        details: { approvalId: id, state: current.state },
+      });
     }
-    const next: ApprovalRecord = { ...current, state: verdict === 'approve' ? 'approved' : 'denied', decidedAt: this.clock.now().toISOString(), decidedBy: by, decisionReason: reason };
+    const next: ApprovalRecord = {
+      ...current,
+      state: verdict === 'approve' ? 'approved' : 'denied',
+      decidedAt: this.clock.now().toISOString(),
+      decidedBy: by,
+      decisionReason: reason,
+    };
     const won = await this.deps.store.transaction(async (tx) => {
       if (!(await tx.transitionApproval(id, 'pending', next))) return false;
       await this.deps.audit.append(tx, {
@@ -130,7 +139,8 @@ export class ApprovalService {
       });
       return true;
     });
-    if (!won) throw new AirlockError('APPROVAL_ALREADY_DECIDED', `approval ${id} was decided by someone else; nothing changed`, { details: { approvalId: id } });
+    if (!won)
+      throw new AirlockError('APPROVAL_ALREADY_DECIDED', `approval ${id} was decided by someone else; nothing changed`, { details: { approvalId: id } });
     return next;
   }
 
@@ -143,7 +153,13 @@ export class ApprovalService {
       const left = deadline - Date.now();
       if (left <= 0 || this.closed) {
         const approval = await this.get(id);
-        return { status: 'pending-approval', callId: approval.call.id, tool: approval.call.tool as ToolName, approvalId: id, decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true } };
+        return {
+          status: 'pending-approval',
+          callId: approval.call.id,
+          tool: approval.call.tool as ToolName,
+          approvalId: id,
+          decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true },
+        };
       }
       // An event of this approval ends the wait early; the timer bounds it (and covers a missed notification).
       await new Promise<void>((resolve) => {
@@ -172,9 +188,15 @@ export class ApprovalService {
       error: { code, message, details: { approvalId: approval.id } },
       decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true },
     });
-    if (approval.state === 'denied') return refused('APPROVAL_DENIED', `a human denied this call${approval.decisionReason ? `: ${approval.decisionReason}` : ''}`);
+    if (approval.state === 'denied')
+      return refused('APPROVAL_DENIED', `a human denied this call${approval.decisionReason ? `: ${approval.decisionReason}` : ''}`);
     if (approval.state === 'expired') {
-      return refused('APPROVAL_EXPIRED', approval.decisionReason === 'the session was terminated' ? 'the session was terminated before anyone decided; nothing ran' : 'nobody approved this call in time; submit it again');
+      return refused(
+        'APPROVAL_EXPIRED',
+        approval.decisionReason === 'the session was terminated'
+          ? 'the session was terminated before anyone decided; nothing ran'
+          : 'nobody approved this call in time; submit it again',
+      );
     }
     if (approval.state === 'executed') return approval.outcome;
     return undefined;
@@ -190,7 +212,11 @@ export class ApprovalService {
       const next: ApprovalRecord = { ...approval, state: 'expired', decidedAt: now.toISOString(), decisionReason: why };
       await this.deps.store.transaction(async (tx) => {
         if (!(await tx.transitionApproval(approval.id, 'pending', next))) return;
-        await this.deps.audit.append(tx, { sessionId: approval.sessionId, type: 'approval.expired', data: { approvalId: approval.id, 'gen_ai.tool.call.id': approval.call.id, reason: why } });
+        await this.deps.audit.append(tx, {
+          sessionId: approval.sessionId,
+          type: 'approval.expired',
+          data: { approvalId: approval.id, 'gen_ai.tool.call.id': approval.call.id, reason: why },
+        });
       });
     }
   }
@@ -203,7 +229,9 @@ export class ApprovalService {
   async resumeAfterRestart(): Promise<void> {
     for (const approval of await this.deps.store.listApprovals({ states: ['approved'] })) {
       if (isConnectionCall(approval.call) || !(await this.deps.isManagedHere(approval.sessionId))) continue;
-      const started = (await this.deps.store.listAudit(approval.sessionId, { types: ['tool-call.started'] })).some((record) => record.data['gen_ai.tool.call.id'] === approval.call.id);
+      const started = (await this.deps.store.listAudit(approval.sessionId, { types: ['tool-call.started'] })).some(
+        (record) => record.data['gen_ai.tool.call.id'] === approval.call.id,
+      );
       if (!started) {
         this.startExecution(approval);
         continue;
@@ -260,7 +288,13 @@ export class ApprovalService {
       executor(call, decision)
         .catch((error: unknown): ToolCallOutcome => {
           const failure = toAirlockError(error);
-          return { status: 'refused', callId: call.id, tool: call.tool, error: { code: failure.code, message: failure.message, details: failure.details }, decision };
+          return {
+            status: 'refused',
+            callId: call.id,
+            tool: call.tool,
+            error: { code: failure.code, message: failure.message, details: failure.details },
+            decision,
+          };
         })
         .then(async (outcome) => {
           const executed = { ...approval, state: 'executed' as const, outcome };

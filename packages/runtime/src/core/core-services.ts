@@ -84,7 +84,20 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
   const hooks = new LifecycleHooks({ driver, store, audit });
   const specs = new SandboxSpecs({ disks, layout: ports.layout, networks: ports.networks });
   const disposal = new SnapshotDisposal({ store, audit, artifacts, clock: lineageClock });
-  const hibernation = new MachineHibernation({ store, records, driver, disks, images, artifacts, specs, disposal, clock, networks: ports.networks, hooks, usage });
+  const hibernation = new MachineHibernation({
+    store,
+    records,
+    driver,
+    disks,
+    images,
+    artifacts,
+    specs,
+    disposal,
+    clock,
+    networks: ports.networks,
+    hooks,
+    usage,
+  });
   const sessions = new SessionService({ store, records, driver, disks, images, specs, hibernation, disposal, usage, locks, networks: ports.networks });
   const approvals = new ApprovalService({
     store,

@@ -77,7 +77,10 @@ export class MachineHibernation {
       const alive = await driver.status(handle).catch(() => 'missing' as const);
       const stillRunning = alive === 'running' || alive === 'paused';
       if (stillRunning) {
-        await records.transition(session.id, 'cancel-suspend', { type: 'session.suspend-failed', data: { code: failure.code, message: failure.message, stillRunning: true } });
+        await records.transition(session.id, 'cancel-suspend', {
+          type: 'session.suspend-failed',
+          data: { code: failure.code, message: failure.message, stillRunning: true },
+        });
       } else {
         await records.transition(
           session.id,
@@ -130,7 +133,9 @@ export class MachineHibernation {
     await artifacts.verify(snapshot.id, snapshot.checksum);
     const image = await images.get(session.imageName);
     await disks.ensureMounted(session.id);
-    const marked = await records.transition(session.id, 'begin-resume', { type: 'session.resume-started', data: wokenBy }, (fresh) => ({ generation: fresh.generation + 1 }));
+    const marked = await records.transition(session.id, 'begin-resume', { type: 'session.resume-started', data: wokenBy }, (fresh) => ({
+      generation: fresh.generation + 1,
+    }));
     const spec = await specs.specFor(marked, image);
     let handle: SandboxHandle;
     let resumed: SessionRecord;

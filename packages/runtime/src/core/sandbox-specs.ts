@@ -17,9 +17,7 @@ export interface SessionLayout {
 
 /** Makes sandbox specs of sessions. */
 export class SandboxSpecs {
-  constructor(
-    private readonly deps: { disks: SessionDisks; layout: SessionLayout; networks?: SessionNetworks | undefined },
-  ) {}
+  constructor(private readonly deps: { disks: SessionDisks; layout: SessionLayout; networks?: SessionNetworks | undefined }) {}
 
   /** The spec of the session's incarnation `generation` (mounts its disk, opens its network). */
   async specFor(session: SessionRecord, image: ImageRecord, generation: number = session.generation): Promise<SandboxSpec> {

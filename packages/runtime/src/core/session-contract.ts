@@ -120,4 +120,3 @@ export interface SessionContract {
   readonly network?: ContractNetwork;
   readonly credentials?: readonly ContractCredential[];
 }
-

@@ -152,7 +152,9 @@ export class SessionRecords {
       if (!outcome) return fresh;
       const next: SessionRecord = { ...outcome.next, id: fresh.id, owner: fresh.owner, version: fresh.version + 1, updatedAt: this.clock.now().toISOString() };
       if (!(await tx.replaceSession(next))) {
-        throw new AirlockError('WRITE_CONFLICT', `session ${id} was changed by another writer at the same moment; retry`, { details: { sessionId: id, version: fresh.version } });
+        throw new AirlockError('WRITE_CONFLICT', `session ${id} was changed by another writer at the same moment; retry`, {
+          details: { sessionId: id, version: fresh.version },
+        });
       }
       if (outcome.audit) await this.audit.append(tx, { sessionId: id, type: outcome.audit.type, data: outcome.audit.data });
       return next;

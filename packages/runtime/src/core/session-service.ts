@@ -5,7 +5,7 @@
  * before and after it touches the sandbox, so that a crash at any point
  * leaves a session that the reconciler can bring back to a resumable state.
  */
-import { AirlockError, isAirlockError, toAirlockError } from './errors.js';
+import { type AirlockError, isAirlockError, toAirlockError } from './errors.js';
 import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources } from './sandbox-driver.js';
 import type { SessionDisks } from './session-disks.js';
 import type { ImageCatalog } from './image-catalog.js';
@@ -18,7 +18,7 @@ import type { Store } from './store.js';
 import type { MachineHibernation, WakeReason } from './machine-hibernation.js';
 import type { UsageMeter } from './usage-meter.js';
 import { newId } from './ids.js';
-import { SessionLocks } from './session-locks.js';
+import { type SessionLocks } from './session-locks.js';
 import { assertTransition } from './session-transitions.js';
 import {
   emptyGuard,
@@ -141,7 +141,12 @@ export class SessionService {
           return await records.transition(session.id, 'start', { type: 'session.started', data: { mode: 'per-call' } });
         }
         const handle = await driver.start(await specs.specFor(session, image));
-        return await records.transition(session.id, 'start', { type: 'session.started', data: { sandboxId: handle.sandboxId, driver: driver.name } }, { sandbox: handle });
+        return await records.transition(
+          session.id,
+          'start',
+          { type: 'session.started', data: { sandboxId: handle.sandboxId, driver: driver.name } },
+          { sandbox: handle },
+        );
       } catch (error) {
         const failure = toAirlockError(error, 'DRIVER_FAILED');
         await disks.destroy(session.id).catch(() => undefined);

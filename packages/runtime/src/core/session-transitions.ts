@@ -87,9 +87,13 @@ export function assertTransition(session: Pick<SessionRecord, 'id' | 'state' | '
   if (canTransition(session, operation)) return;
   const rule = SESSION_TRANSITIONS[operation];
   if (rule.from.includes(session.state) && session.pendingOperation !== null && rule.pending === 'none') {
-    throw new AirlockError('SESSION_BUSY', `cannot ${rule.verb} session ${session.id}: it is in the middle of a ${session.pendingOperation}; retry in a moment`, {
-      details: { sessionId: session.id, state: session.state, pendingOperation: session.pendingOperation, operation },
-    });
+    throw new AirlockError(
+      'SESSION_BUSY',
+      `cannot ${rule.verb} session ${session.id}: it is in the middle of a ${session.pendingOperation}; retry in a moment`,
+      {
+        details: { sessionId: session.id, state: session.state, pendingOperation: session.pendingOperation, operation },
+      },
+    );
   }
   const why = rule.from.includes(session.state) ? `no ${String(rule.pending)} is in flight` : (HINT[session.state] ?? `it is ${session.state}`);
   throw new AirlockError('INVALID_STATE', `cannot ${rule.verb} session ${session.id}: ${why}`, {
@@ -98,7 +102,10 @@ export function assertTransition(session: Pick<SessionRecord, 'id' | 'state' | '
 }
 
 /** The state and pending operation after `operation` (which must be allowed). */
-export function stateAfter(session: Pick<SessionRecord, 'state'>, operation: SessionOperation): { state: SessionState; pendingOperation: LifecycleOperation | null } {
+export function stateAfter(
+  session: Pick<SessionRecord, 'state'>,
+  operation: SessionOperation,
+): { state: SessionState; pendingOperation: LifecycleOperation | null } {
   const rule = SESSION_TRANSITIONS[operation];
   return { state: rule.to === 'same' ? session.state : rule.to, pendingOperation: rule.pendingAfter };
 }

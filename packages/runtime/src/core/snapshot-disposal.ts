@@ -23,7 +23,11 @@ export class SnapshotDisposal {
     const deleted: SnapshotRecord = { ...snapshot, deletedAt: clock.now().toISOString() };
     await store.transaction(async (tx) => {
       await tx.updateSnapshot(deleted);
-      await audit.append(tx, { sessionId: snapshot.sessionId, type, data: { snapshotId, reason, ...(type === 'snapshot.expired' ? { expiresAt: snapshot.expiresAt } : {}) } });
+      await audit.append(tx, {
+        sessionId: snapshot.sessionId,
+        type,
+        data: { snapshotId, reason, ...(type === 'snapshot.expired' ? { expiresAt: snapshot.expiresAt } : {}) },
+      });
     });
     return deleted;
   }

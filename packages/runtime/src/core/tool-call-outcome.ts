@@ -23,5 +23,11 @@ export interface CallTiming {
 /** The outcome of a tool call, as a value. */
 export type ToolCallOutcome =
   | { status: 'completed'; callId: string; tool: ToolName; result: Record<string, unknown>; decision: PolicyDecision; timing: CallTiming }
-  | { status: 'refused'; callId: string; tool: ToolName; error: { code: string; message: string; details: Record<string, unknown> }; decision: PolicyDecision | null }
+  | {
+      status: 'refused';
+      callId: string;
+      tool: ToolName;
+      error: { code: string; message: string; details: Record<string, unknown> };
+      decision: PolicyDecision | null;
+    }
   | { status: 'pending-approval'; callId: string; tool: ToolName; approvalId: string; decision: PolicyDecision };

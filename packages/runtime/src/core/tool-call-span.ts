@@ -8,7 +8,14 @@ import type { TraceContext, ToolCallSpan } from './tracer.js';
 import type { ToolCallOutcome } from './tool-call-outcome.js';
 
 /** The span of one call, with OpenTelemetry GenAI attribute names. */
-export function toolCallSpan(sessionId: string, tool: string, trace: TraceContext | undefined, startedMs: number, outcome?: ToolCallOutcome, failure?: AirlockError): ToolCallSpan {
+export function toolCallSpan(
+  sessionId: string,
+  tool: string,
+  trace: TraceContext | undefined,
+  startedMs: number,
+  outcome?: ToolCallOutcome,
+  failure?: AirlockError,
+): ToolCallSpan {
   const attributes: ToolCallSpan['attributes'] = {
     'gen_ai.operation.name': 'execute_tool',
     'gen_ai.tool.name': tool,
@@ -41,4 +48,3 @@ export function toolCallSpan(sessionId: string, tool: string, trace: TraceContex
     ...(failure ? { statusMessage: failure.message } : outcome?.status === 'refused' ? { statusMessage: outcome.error.message } : {}),
   };
 }
-

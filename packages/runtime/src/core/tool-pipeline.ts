@@ -114,7 +114,13 @@ export class ToolPipeline {
     requireOwned(session, this.deps.sessions.owner);
     // A session that can never run a call again is refused before anything is recorded in its chain.
     if (session.state === 'terminated' || session.state === 'creating' || session.pendingOperation === 'terminate') requireCallableState(session);
-    const call: ToolCall = { id: newId('call'), sessionId, tool: toolName, arguments: (rawArguments ?? {}) as Record<string, unknown>, receivedAt: receivedAt.toISOString() };
+    const call: ToolCall = {
+      id: newId('call'),
+      sessionId,
+      tool: toolName,
+      arguments: (rawArguments ?? {}) as Record<string, unknown>,
+      receivedAt: receivedAt.toISOString(),
+    };
     let args: ToolArguments<ToolName>;
     try {
       args = validateArguments(toolName, rawArguments);
@@ -128,7 +134,8 @@ export class ToolPipeline {
     const admission = await this.admit(session, call, context, 'fresh');
     if (admission.kind === 'final') {
       const outcome = admission.outcome;
-      if (outcome.status === 'pending-approval' && options.approvalWaitMs) return this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
+      if (outcome.status === 'pending-approval' && options.approvalWaitMs)
+        return this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
       return outcome;
     }
     return this.proceed(admission.session, call, admission.decision, context, options, receivedAt);
@@ -182,7 +189,13 @@ export class ToolPipeline {
    * here; a held call is parked. A call admitted on a human's approval skips
    * the policy (the human decided) but not the breaker or the budgets.
    */
-  private async admit(session: SessionRecord, call: ToolCall, prepared: AuthorizationContext, origin: 'fresh' | 'approved', approvedDecision?: PolicyDecision): Promise<Admission> {
+  private async admit(
+    session: SessionRecord,
+    call: ToolCall,
+    prepared: AuthorizationContext,
+    origin: 'fresh' | 'approved',
+    approvedDecision?: PolicyDecision,
+  ): Promise<Admission> {
     const { sessions, approvals } = this.deps;
     return this.write(async (tx) => {
       let verdict: { refusal?: AirlockError; decision?: PolicyDecision; context: AuthorizationContext } = { context: prepared };
@@ -190,7 +203,11 @@ export class ToolPipeline {
       const admitted = await sessions.records.update(
         session.id,
         (fresh) => {
-          const context: AuthorizationContext = { ...prepared, callCount: fresh.meters.toolCalls, identicalFailures: fresh.guard.failures[callKey(call.tool, call.arguments)] ?? 0 };
+          const context: AuthorizationContext = {
+            ...prepared,
+            callCount: fresh.meters.toolCalls,
+            identicalFailures: fresh.guard.failures[callKey(call.tool, call.arguments)] ?? 0,
+          };
           const listed = origin === 'approved' ? undefined : this.listedDecision(fresh, call.tool);
           if (listed && listed.enforced) {
             verdict = { decision: listed, context };
@@ -217,7 +234,14 @@ export class ToolPipeline {
       }
       if (!decision) throw new AirlockError('INTERNAL', 'admission reached no decision');
       if (origin === 'fresh') {
-        await this.audit(tx, decisionEvent(decision), call, { decision: decision.decision, policyIds: decision.policyIds, reason: decision.reason, enforced: decision.enforced, errors: decision.errors, context: auditContext(context) });
+        await this.audit(tx, decisionEvent(decision), call, {
+          decision: decision.decision,
+          policyIds: decision.policyIds,
+          reason: decision.reason,
+          enforced: decision.enforced,
+          errors: decision.errors,
+          context: auditContext(context),
+        });
         await this.guardTripped(tx, call, session.guard.tripped !== null, admitted);
       }
       if (decision.enforced && decision.decision === 'deny') {
@@ -239,7 +263,14 @@ export class ToolPipeline {
    * call) to resolve its path in the sandbox, and a path that resolves
    * elsewhere is authorized again; then the call executes and completes.
    */
-  private async proceed(session: SessionRecord, call: ToolCall, decision: PolicyDecision, context: AuthorizationContext, options: CallOptions, receivedAt: Date): Promise<ToolCallOutcome> {
+  private async proceed(
+    session: SessionRecord,
+    call: ToolCall,
+    decision: PolicyDecision,
+    context: AuthorizationContext,
+    options: CallOptions,
+    receivedAt: Date,
+  ): Promise<ToolCallOutcome> {
     const wake = { reason: 'call' as const, callId: call.id, tool: call.tool };
     let final = context;
     if (isFileTool(call.tool)) {
@@ -274,13 +305,31 @@ export class ToolPipeline {
     let decision = this.authorize(fresh, resolved);
     // A human approved the lexical path: where it resolves elsewhere, only an allow of that path goes on.
     if (decision.enforced && decision.decision === 'ask') {
-      decision = { ...decision, decision: 'deny', reason: `${call.tool} ${context.path} resolves to ${canonical} inside the session, which needs its own approval: submit the call with that path` };
+      decision = {
+        ...decision,
+        decision: 'deny',
+        reason: `${call.tool} ${context.path} resolves to ${canonical} inside the session, which needs its own approval: submit the call with that path`,
+      };
     }
     const refused = decision.enforced && decision.decision === 'deny';
     await this.write(async (tx) => {
       // Nothing ran: the reservation goes back, and the denial counts toward the breaker (session row first: lock order).
-      if (refused) await this.deps.sessions.records.update(session.id, (now) => ({ meters: { ...now.meters, toolCalls: Math.max(0, now.meters.toolCalls - 1) }, guard: breakerAfter(now, call, true, this.clock.now()) }), undefined, { tx });
-      await this.audit(tx, decisionEvent(decision), call, { decision: decision.decision, policyIds: decision.policyIds, reason: decision.reason, enforced: decision.enforced, errors: decision.errors, stage: 'resolved-path', context: auditContext(resolved) });
+      if (refused)
+        await this.deps.sessions.records.update(
+          session.id,
+          (now) => ({ meters: { ...now.meters, toolCalls: Math.max(0, now.meters.toolCalls - 1) }, guard: breakerAfter(now, call, true, this.clock.now()) }),
+          undefined,
+          { tx },
+        );
+      await this.audit(tx, decisionEvent(decision), call, {
+        decision: decision.decision,
+        policyIds: decision.policyIds,
+        reason: decision.reason,
+        enforced: decision.enforced,
+        errors: decision.errors,
+        stage: 'resolved-path',
+        context: auditContext(resolved),
+      });
       if (!refused) await this.audit(tx, 'tool-call.started', call, { path: canonical });
     });
     if (!refused) return { kind: 'resolved', context: resolved };
@@ -374,7 +423,9 @@ export class ToolPipeline {
       return await this.deps.store.transaction(work);
     } catch (error) {
       if (error instanceof AirlockError && error.code !== 'INTERNAL') throw error;
-      throw new AirlockError('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so the call does not run; check the data dir disk (or the database)', { cause: error });
+      throw new AirlockError('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so the call does not run; check the data dir disk (or the database)', {
+        cause: error,
+      });
     }
   }
 
@@ -382,7 +433,13 @@ export class ToolPipeline {
     await this.deps.audit.append(tx, {
       sessionId: call.sessionId,
       type,
-      data: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': call.tool, 'gen_ai.tool.call.id': call.id, arguments: auditArguments(call), ...data },
+      data: {
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': call.tool,
+        'gen_ai.tool.call.id': call.id,
+        arguments: auditArguments(call),
+        ...data,
+      },
     });
   }
 }

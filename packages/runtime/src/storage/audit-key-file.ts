@@ -32,7 +32,10 @@ export function readAuditKey(path: string): Buffer | undefined {
     throw new AirlockError('INTERNAL', `cannot read the audit key ${path}: ${(error as Error).message}`, { cause: error });
   }
   if (!/^[0-9a-f]{64}$/.test(text)) {
-    throw new AirlockError('INTERNAL', `the audit key ${path} is not 64 hex digits; restore it from a backup (without it, keyed audit chains cannot be verified)`);
+    throw new AirlockError(
+      'INTERNAL',
+      `the audit key ${path} is not 64 hex digits; restore it from a backup (without it, keyed audit chains cannot be verified)`,
+    );
   }
   return Buffer.from(text, 'hex');
 }

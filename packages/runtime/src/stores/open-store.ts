@@ -17,9 +17,13 @@ export async function openStore(options: { url?: string | undefined; sqlitePath:
   const url = options.url?.trim();
   if (!url) return new SqliteStore(options.sqlitePath);
   if (!isPostgresUrl(url)) {
-    throw new AirlockError('INVALID_ARGUMENTS', `--store takes a PostgreSQL URL such as postgres://airlock@127.0.0.1:5432/airlock (got ${JSON.stringify(url.slice(0, 80))}); leave it out to use SQLite in the data dir`, {
-      details: { field: 'store' },
-    });
+    throw new AirlockError(
+      'INVALID_ARGUMENTS',
+      `--store takes a PostgreSQL URL such as postgres://airlock@127.0.0.1:5432/airlock (got ${JSON.stringify(url.slice(0, 80))}); leave it out to use SQLite in the data dir`,
+      {
+        details: { field: 'store' },
+      },
+    );
   }
   return PostgresStore.open(url, options.postgres);
 }

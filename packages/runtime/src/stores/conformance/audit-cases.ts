@@ -38,7 +38,12 @@ export function auditCases(getContext: () => StoreConformanceContext): void {
         await log.appendNow(store, { sessionId: 'ses_a', type: 'tool-call.completed', data });
         const [record] = await store.listAudit('ses_a');
         assert.deepEqual(record?.data, data);
-        assert.deepEqual(verifyChain('ses_a', await store.listAudit('ses_a'), { storedHead: await store.auditHead('ses_a'), key }), { ok: true, records: 1, authenticity: 'keyed', anchoredSeq: null });
+        assert.deepEqual(verifyChain('ses_a', await store.listAudit('ses_a'), { storedHead: await store.auditHead('ses_a'), key }), {
+          ok: true,
+          records: 1,
+          authenticity: 'keyed',
+          anchoredSeq: null,
+        });
       });
     });
 
@@ -50,11 +55,23 @@ export function auditCases(getContext: () => StoreConformanceContext): void {
           await log.append(tx, { sessionId: '', type: 'system.recorded', data: {} });
         });
         const records = await store.listAudit('ses_a');
-        assert.deepEqual(records.map((r) => r.seq), [1, 2, 3, 4]);
+        assert.deepEqual(
+          records.map((r) => r.seq),
+          [1, 2, 3, 4],
+        );
         assert.deepEqual((await store.auditHead('ses_a')).hash, records.at(-1)?.hash);
-        assert.deepEqual((await store.listAudit('ses_a', { afterSeq: 2 })).map((r) => r.seq), [3, 4]);
-        assert.deepEqual((await store.listAudit('ses_a', { limit: 2 })).map((r) => r.seq), [1, 2]);
-        assert.deepEqual((await store.listAudit('ses_a', { types: ['even.recorded'] })).map((r) => r.seq), [2, 4]);
+        assert.deepEqual(
+          (await store.listAudit('ses_a', { afterSeq: 2 })).map((r) => r.seq),
+          [3, 4],
+        );
+        assert.deepEqual(
+          (await store.listAudit('ses_a', { limit: 2 })).map((r) => r.seq),
+          [1, 2],
+        );
+        assert.deepEqual(
+          (await store.listAudit('ses_a', { types: ['even.recorded'] })).map((r) => r.seq),
+          [2, 4],
+        );
         assert.deepEqual(await store.listAuditedSessions(), ['', 'ses_a']);
         assert.equal((await store.listAudit('')).length, 1);
       });
@@ -64,7 +81,10 @@ export function auditCases(getContext: () => StoreConformanceContext): void {
       await withStore(async (store) => {
         const first = await log.appendNow(store, { sessionId: 'ses_a', type: 'a.recorded', data: {} });
         await assert.rejects(store.transaction((tx) => tx.insertAuditRecord({ ...first, data: { forged: true } })));
-        assert.deepEqual((await store.listAudit('ses_a')).map((r) => r.data), [{}]);
+        assert.deepEqual(
+          (await store.listAudit('ses_a')).map((r) => r.data),
+          [{}],
+        );
       });
     });
   });

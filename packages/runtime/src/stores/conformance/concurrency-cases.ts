@@ -71,7 +71,9 @@ export function concurrencyCases(getContext: () => StoreConformanceContext): voi
         try {
           const session = await core.createSession(core.contract({ budgets: { maxToolCalls: 5 } }));
           const before = core.driver.execs.length;
-          const outcomes = await Promise.all(Array.from({ length: 30 }, (_, index) => core.pipeline.submit(session.id, 'exec', { argv: ['echo', String(index)] })));
+          const outcomes = await Promise.all(
+            Array.from({ length: 30 }, (_, index) => core.pipeline.submit(session.id, 'exec', { argv: ['echo', String(index)] })),
+          );
           const completed = outcomes.filter((outcome) => outcome.status === 'completed');
           const refused = outcomes.filter((outcome) => outcome.status === 'refused' && outcome.error.code === 'BUDGET_EXCEEDED');
           assert.equal(completed.length, 5);
@@ -89,10 +91,20 @@ export function concurrencyCases(getContext: () => StoreConformanceContext): voi
         const core = await getContext().core(store);
         const peerCore = peer === store ? core : await getContext().core(peer);
         try {
-          const approval = sampleApproval('ses_nowhere', { call: { id: 'call_conn', sessionId: 'ses_nowhere', tool: 'net.connect', arguments: { host: 'example.com', port: 443 }, receivedAt: new Date().toISOString() } });
+          const approval = sampleApproval('ses_nowhere', {
+            call: {
+              id: 'call_conn',
+              sessionId: 'ses_nowhere',
+              tool: 'net.connect',
+              arguments: { host: 'example.com', port: 443 },
+              receivedAt: new Date().toISOString(),
+            },
+          });
           await store.transaction((tx) => tx.insertApproval(approval));
           const results = await Promise.allSettled(
-            Array.from({ length: 12 }, (_, index) => (index % 2 ? peerCore : core).approvals.decide(approval.id, index % 3 ? 'approve' : 'deny', `human-${index}`, null)),
+            Array.from({ length: 12 }, (_, index) =>
+              (index % 2 ? peerCore : core).approvals.decide(approval.id, index % 3 ? 'approve' : 'deny', `human-${index}`, null),
+            ),
           );
           const won = results.filter((result) => result.status === 'fulfilled');
           assert.equal(won.length, 1, 'one decision wins');
@@ -118,10 +130,15 @@ export function concurrencyCases(getContext: () => StoreConformanceContext): voi
         const peerCore = peer === store ? core : await getContext().core(peer);
         try {
           await Promise.all(
-            Array.from({ length: 40 }, (_, index) => (index % 2 ? peerCore : core).audit.appendNow(index % 2 ? peer : store, { sessionId: 'ses_busy', type: 'tool-call.completed', data: { index } })),
+            Array.from({ length: 40 }, (_, index) =>
+              (index % 2 ? peerCore : core).audit.appendNow(index % 2 ? peer : store, { sessionId: 'ses_busy', type: 'tool-call.completed', data: { index } }),
+            ),
           );
           const records = await store.listAudit('ses_busy');
-          assert.deepEqual(records.map((record) => record.seq), Array.from({ length: 40 }, (_, index) => index + 1));
+          assert.deepEqual(
+            records.map((record) => record.seq),
+            Array.from({ length: 40 }, (_, index) => index + 1),
+          );
           assert.deepEqual(new Set(records.map((record) => record.data['index'])).size, 40);
           const verified = await core.audit.verify(store, 'ses_busy', { mustHaveRecords: true });
           assert.equal(verified.ok, true, JSON.stringify(verified.problem));

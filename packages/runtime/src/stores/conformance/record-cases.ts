@@ -38,11 +38,26 @@ export function recordCases(getContext: () => StoreConformanceContext): void {
         await store.transaction(async (tx) => {
           for (const session of [third, first, second]) await tx.insertSession(session);
         });
-        assert.deepEqual((await store.listSessions()).map((s) => s.id), [first.id, second.id, third.id]);
-        assert.deepEqual((await store.listSessions({ states: ['running'] })).map((s) => s.id), [first.id, third.id]);
-        assert.deepEqual((await store.listSessions({ tenant: 'other' })).map((s) => s.id), [third.id]);
-        assert.deepEqual((await store.listSessions({ owner: 'srv_b' })).map((s) => s.id), [second.id]);
-        assert.deepEqual((await store.listSessions({ states: ['running'], owner: 'srv_a', tenant: 'acme' })).map((s) => s.id), [first.id]);
+        assert.deepEqual(
+          (await store.listSessions()).map((s) => s.id),
+          [first.id, second.id, third.id],
+        );
+        assert.deepEqual(
+          (await store.listSessions({ states: ['running'] })).map((s) => s.id),
+          [first.id, third.id],
+        );
+        assert.deepEqual(
+          (await store.listSessions({ tenant: 'other' })).map((s) => s.id),
+          [third.id],
+        );
+        assert.deepEqual(
+          (await store.listSessions({ owner: 'srv_b' })).map((s) => s.id),
+          [second.id],
+        );
+        assert.deepEqual(
+          (await store.listSessions({ states: ['running'], owner: 'srv_a', tenant: 'acme' })).map((s) => s.id),
+          [first.id],
+        );
       });
     });
 
@@ -73,9 +88,18 @@ export function recordCases(getContext: () => StoreConformanceContext): void {
         assert.equal(await store.transaction((tx) => tx.transitionApproval(approval.id, 'pending', approved)), true);
         assert.equal(await store.transaction((tx) => tx.transitionApproval(approval.id, 'pending', { ...approval, state: 'denied' })), false);
         assert.equal((await store.getApproval(approval.id))?.decidedBy, 'alice');
-        assert.deepEqual((await store.listApprovals({ states: ['pending'] })).map((a) => a.id), [other.id]);
-        assert.deepEqual((await store.listApprovals({ sessionId: 'ses_x' })).map((a) => a.id), [approval.id]);
-        assert.deepEqual((await store.listApprovals()).map((a) => a.id), [approval.id, other.id]);
+        assert.deepEqual(
+          (await store.listApprovals({ states: ['pending'] })).map((a) => a.id),
+          [other.id],
+        );
+        assert.deepEqual(
+          (await store.listApprovals({ sessionId: 'ses_x' })).map((a) => a.id),
+          [approval.id],
+        );
+        assert.deepEqual(
+          (await store.listApprovals()).map((a) => a.id),
+          [approval.id, other.id],
+        );
       });
     });
 
@@ -91,8 +115,14 @@ export function recordCases(getContext: () => StoreConformanceContext): void {
         assert.deepEqual(await store.getSnapshot(snapshot.id), snapshot);
         await store.transaction((tx) => tx.updateSnapshot({ ...snapshot, deletedAt: '2026-06-01T00:00:00.000Z' }));
         assert.equal((await store.getSnapshot(snapshot.id))?.deletedAt, '2026-06-01T00:00:00.000Z');
-        assert.deepEqual((await store.listSnapshots()).map((s) => s.id), [snapshot.id, later.id]);
-        assert.deepEqual((await store.listSnapshots({ sessionId: 'ses_y' })).map((s) => s.id), [later.id]);
+        assert.deepEqual(
+          (await store.listSnapshots()).map((s) => s.id),
+          [snapshot.id, later.id],
+        );
+        assert.deepEqual(
+          (await store.listSnapshots({ sessionId: 'ses_y' })).map((s) => s.id),
+          [later.id],
+        );
         assert.equal(await store.getSetting('audit-key-id'), 'k1');
         await store.transaction((tx) => tx.setSetting('audit-key-id', 'k2'));
         assert.equal(await store.getSetting('audit-key-id'), 'k2');

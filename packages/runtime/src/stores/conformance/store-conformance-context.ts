@@ -54,7 +54,12 @@ export function uniqueId(prefix: string): string {
 
 /** A session record as a server would insert it. */
 export function sampleSession(overrides: Partial<SessionRecord> = {}): SessionRecord {
-  const contract = { version: 1, identity: { tenant: 'acme', principal: 'agent' }, tools: ['exec'], policies: [{ id: 'p', text: 'permit(principal, action, resource);' }] } as unknown as SessionContract;
+  const contract = {
+    version: 1,
+    identity: { tenant: 'acme', principal: 'agent' },
+    tools: ['exec'],
+    policies: [{ id: 'p', text: 'permit(principal, action, resource);' }],
+  } as unknown as SessionContract;
   const record = newSessionRecord(
     overrides.id ?? uniqueId('ses'),
     {

@@ -70,7 +70,15 @@ export class PostgresReads implements StoreReader {
       `SELECT session_id, seq, at, type, data, prev_hash, hash FROM audit_records WHERE session_id = $1 AND seq > $2 ${typeClause} ORDER BY seq ${limit}`,
       params,
     );
-    return rows.map((row) => ({ sessionId: row.session_id, seq: row.seq, at: row.at, type: row.type, data: row.data, prevHash: row.prev_hash, hash: row.hash }));
+    return rows.map((row) => ({
+      sessionId: row.session_id,
+      seq: row.seq,
+      at: row.at,
+      type: row.type,
+      data: row.data,
+      prevHash: row.prev_hash,
+      hash: row.hash,
+    }));
   }
 
   async auditHead(sessionId: string): Promise<AuditHead> {

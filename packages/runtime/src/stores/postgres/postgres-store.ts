@@ -69,9 +69,13 @@ export class PostgresStore extends PostgresReads implements Store {
     } catch (error) {
       await pool.end().catch(() => undefined);
       if (error instanceof AirlockError) throw error;
-      throw new AirlockError('INTERNAL', `cannot use the PostgreSQL store at ${redactUrl(url)}: ${(error as Error).message}; check --store (postgres://USER@HOST:PORT/DB) and that the server accepts the connection`, {
-        cause: error,
-      });
+      throw new AirlockError(
+        'INTERNAL',
+        `cannot use the PostgreSQL store at ${redactUrl(url)}: ${(error as Error).message}; check --store (postgres://USER@HOST:PORT/DB) and that the server accepts the connection`,
+        {
+          cause: error,
+        },
+      );
     }
     return store;
   }
@@ -167,7 +171,13 @@ export class PostgresStore extends PostgresReads implements Store {
       if (this.closed || this.listener !== client) return;
       this.listener = undefined;
       client.end().catch(() => undefined);
-      this.reconnect = setTimeout(() => void this.startListening().then(() => this.listeners.emit([{ kind: 'resync' }])).catch(lost), 1000);
+      this.reconnect = setTimeout(
+        () =>
+          void this.startListening()
+            .then(() => this.listeners.emit([{ kind: 'resync' }]))
+            .catch(lost),
+        1000,
+      );
       this.reconnect.unref();
     };
     client.on('error', lost);

@@ -54,15 +54,10 @@ export class PostgresTransaction extends PostgresReads implements StoreTransacti
   }
 
   async replaceSession(next: SessionRecord): Promise<boolean> {
-    const { rowCount } = await this.db.query('UPDATE sessions SET owner = $1, state = $2, tenant = $3, version = $4, record = $5::json WHERE id = $6 AND version = $7', [
-      next.owner,
-      next.state,
-      next.tenant,
-      next.version,
-      JSON.stringify(next),
-      next.id,
-      next.version - 1,
-    ]);
+    const { rowCount } = await this.db.query(
+      'UPDATE sessions SET owner = $1, state = $2, tenant = $3, version = $4, record = $5::json WHERE id = $6 AND version = $7',
+      [next.owner, next.state, next.tenant, next.version, JSON.stringify(next), next.id, next.version - 1],
+    );
     return rowCount === 1;
   }
 
@@ -102,14 +97,24 @@ export class PostgresTransaction extends PostgresReads implements StoreTransacti
   }
 
   async transitionApproval(id: string, from: ApprovalState, next: ApprovalRecord): Promise<boolean> {
-    const { rowCount } = await this.db.query('UPDATE approvals SET state = $1, record = $2::json WHERE id = $3 AND state = $4', [next.state, JSON.stringify(next), id, from]);
+    const { rowCount } = await this.db.query('UPDATE approvals SET state = $1, record = $2::json WHERE id = $3 AND state = $4', [
+      next.state,
+      JSON.stringify(next),
+      id,
+      from,
+    ]);
     if (rowCount !== 1) return false;
     this.effects.change({ kind: 'approval', approvalId: id, sessionId: next.sessionId, state: next.state });
     return true;
   }
 
   async insertSnapshot(snapshot: SnapshotRecord): Promise<void> {
-    await this.db.query('INSERT INTO snapshots (id, session_id, created_at, record) VALUES ($1, $2, $3, $4::json)', [snapshot.id, snapshot.sessionId, snapshot.createdAt, JSON.stringify(snapshot)]);
+    await this.db.query('INSERT INTO snapshots (id, session_id, created_at, record) VALUES ($1, $2, $3, $4::json)', [
+      snapshot.id,
+      snapshot.sessionId,
+      snapshot.createdAt,
+      JSON.stringify(snapshot),
+    ]);
   }
 
   async updateSnapshot(snapshot: SnapshotRecord): Promise<void> {

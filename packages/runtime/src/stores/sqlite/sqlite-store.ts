@@ -381,7 +381,13 @@ class SqliteTransaction implements StoreTransaction {
   }
 
   async insertSnapshot(snapshot: SnapshotRecord): Promise<void> {
-    this.run('INSERT INTO snapshots (id, session_id, created_at, record) VALUES (?, ?, ?, ?)', snapshot.id, snapshot.sessionId, snapshot.createdAt, JSON.stringify(snapshot));
+    this.run(
+      'INSERT INTO snapshots (id, session_id, created_at, record) VALUES (?, ?, ?, ?)',
+      snapshot.id,
+      snapshot.sessionId,
+      snapshot.createdAt,
+      JSON.stringify(snapshot),
+    );
   }
 
   async updateSnapshot(snapshot: SnapshotRecord): Promise<void> {

@@ -157,7 +157,15 @@ describe('audit chain: keyed hashes and heads kept outside the database', () => 
 
   it('finds a chain recomputed with another key', async () => {
     const forger = randomBytes(32);
-    rewriteChain(b, (record) => `hmac-sha256:${createHmac('sha256', forger).update(canonicalJson({ sessionId: record.sessionId, seq: record.seq, at: record.at, type: record.type, data: record.data, prevHash: record.prevHash })).digest('hex')}`);
+    rewriteChain(
+      b,
+      (record) =>
+        `hmac-sha256:${createHmac('sha256', forger)
+          .update(
+            canonicalJson({ sessionId: record.sessionId, seq: record.seq, at: record.at, type: record.type, data: record.data, prevHash: record.prevHash }),
+          )
+          .digest('hex')}`,
+    );
     const result = await verify(b);
     assert.deepEqual([result.ok, result.problem?.seq, result.problem?.kind], [false, 1, 'edited']);
   });

@@ -15,7 +15,22 @@ function watchDriver(driver: SandboxDriver): { calls: string[]; stop(): void } {
   const calls: string[] = [];
   const originals = new Map<string, unknown>();
   const target = driver as unknown as Record<string, unknown>;
-  for (const name of ['start', 'restore', 'checkpoint', 'pause', 'unpause', 'exec', 'runOnce', 'destroy', 'status', 'usage', 'resize', 'connect', 'personalize', 'list']) {
+  for (const name of [
+    'start',
+    'restore',
+    'checkpoint',
+    'pause',
+    'unpause',
+    'exec',
+    'runOnce',
+    'destroy',
+    'status',
+    'usage',
+    'resize',
+    'connect',
+    'personalize',
+    'list',
+  ]) {
     const original = target[name];
     if (typeof original !== 'function') continue;
     originals.set(name, original);
