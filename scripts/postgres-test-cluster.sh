@@ -20,9 +20,10 @@ case "$command" in
     chmod 700 "$dir"
     as_postgres "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --no-sync -E UTF8 >"$dir/initdb.log"
     mkdir -p "$dir/socket" && chown postgres:postgres "$dir/socket"
-    # fsync off: a test cluster is thrown away, and the tests measure Airlock, not the disk.
+    # fsync off by default: a test cluster is thrown away. Benchmarks want the real cost: AIRLOCK_TEST_POSTGRES_FSYNC=on.
+    fsync=${AIRLOCK_TEST_POSTGRES_FSYNC:-off}
     as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir/socket -c fsync=off -c max_connections=300" start >/dev/null
+      -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir/socket -c fsync=$fsync -c max_connections=300" start >/dev/null
     echo "postgres://postgres@127.0.0.1:$port/postgres"
     ;;
   stop)

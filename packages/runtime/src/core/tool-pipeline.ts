@@ -252,8 +252,8 @@ export class ToolPipeline {
         const approval = await approvals.park(tx, call, decision);
         return { kind: 'final', outcome: { status: 'pending-approval', callId: call.id, tool: call.tool, approvalId: approval.id, decision } };
       }
-      // A call that needs no path resolved starts now; a file call starts once its path is known.
-      if (!isFileTool(call.tool)) await this.audit(tx, 'tool-call.started', call, {});
+      // Execution starts with this commit: for a file call, with waking the machine and resolving its path there.
+      await this.audit(tx, 'tool-call.started', call, isFileTool(call.tool) ? { path: context.path } : {});
       return { kind: 'admitted', decision, session: admitted };
     });
   }
@@ -297,10 +297,8 @@ export class ToolPipeline {
       throw toAirlockError(error, 'DRIVER_FAILED');
     }
     const resolved = { ...context, path: canonical };
-    if (canonical === context.path) {
-      await this.write((tx) => this.audit(tx, 'tool-call.started', call, { path: canonical }));
-      return { kind: 'resolved', context: resolved };
-    }
+    // The path the policy already decided on: nothing new to decide or record.
+    if (canonical === context.path) return { kind: 'resolved', context: resolved };
     const fresh = await this.deps.sessions.get(session.id);
     let decision = this.authorize(fresh, resolved);
     // A human approved the lexical path: where it resolves elsewhere, only an allow of that path goes on.
@@ -330,7 +328,6 @@ export class ToolPipeline {
         stage: 'resolved-path',
         context: auditContext(resolved),
       });
-      if (!refused) await this.audit(tx, 'tool-call.started', call, { path: canonical });
     });
     if (!refused) return { kind: 'resolved', context: resolved };
     const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
@@ -357,7 +354,7 @@ export class ToolPipeline {
     await this.write(async (tx) => {
       // The session row before the chain head, in every transaction: a fixed lock order cannot deadlock.
       const tripped = await this.finish(tx, call, failed);
-      await this.audit(tx, 'tool-call.completed', call, { ...auditResult(call.tool, result), timing });
+      await this.audit(tx, 'tool-call.completed', call, { ...auditResult(call.tool, result), ...(isFileTool(call.tool) ? { path: context.path } : {}), timing });
       await tripped();
     });
     this.deps.sessions.usage.requestSample(session.id);

@@ -116,8 +116,8 @@ export class PostgresStore extends PostgresReads implements Store {
           await client.query('BEGIN');
           const result = await work(tx);
           tx.finish();
-          await this.notify(client, effects.changes);
-          await client.query('COMMIT');
+          // The notifications ride with the COMMIT (one round trip): NOTIFY is delivered only if it commits.
+          await client.query(`${this.notifications(effects.changes)}COMMIT`);
           client.release();
           effects.committed(this.listeners);
           return result;
@@ -137,23 +137,26 @@ export class PostgresStore extends PostgresReads implements Store {
     });
   }
 
-  /** Queues the changes for delivery at commit (NOTIFY is transactional). */
-  private async notify(client: pg.PoolClient, changes: readonly StoreChange[]): Promise<void> {
+  /** NOTIFY statements for the changes, in payloads under PostgreSQL's 8000-byte limit. */
+  private notifications(changes: readonly StoreChange[]): string {
+    const statements: string[] = [];
     let batch: StoreChange[] = [];
     let size = 0;
-    const flush = async () => {
+    const flush = () => {
       if (batch.length === 0) return;
-      await client.query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, JSON.stringify({ origin: this.origin, changes: batch })]);
+      const payload = JSON.stringify({ origin: this.origin, changes: batch }).replace(/'/g, "''");
+      statements.push(`NOTIFY ${CHANGE_CHANNEL}, '${payload}'; `);
       batch = [];
       size = 0;
     };
     for (const change of changes) {
       const length = JSON.stringify(change).length;
-      if (size + length > MAX_PAYLOAD) await flush();
+      if (size + length > MAX_PAYLOAD) flush();
       batch.push(change);
       size += length;
     }
-    await flush();
+    flush();
+    return statements.join('');
   }
 
   private async startListening(): Promise<void> {

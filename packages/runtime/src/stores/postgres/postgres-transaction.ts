@@ -64,9 +64,11 @@ export class PostgresTransaction extends PostgresReads implements StoreTransacti
   async lockAuditHead(sessionId: string): Promise<AuditHead> {
     const known = this.heads.get(sessionId);
     if (known) return known;
-    // A chain's first append has no head row to lock yet: make one (seq 0) so that racing first appends queue too.
-    await this.db.query('INSERT INTO audit_heads (session_id, seq, hash) VALUES ($1, 0, $2) ON CONFLICT (session_id) DO NOTHING', [sessionId, GENESIS_HASH]);
-    const { rows } = await this.db.query<AuditHead>('SELECT seq, hash FROM audit_heads WHERE session_id = $1 FOR UPDATE', [sessionId]);
+    // One statement locks the head row and returns it; a chain's first append makes the row (seq 0), so racing first appends queue too.
+    const { rows } = await this.db.query<AuditHead>(
+      'INSERT INTO audit_heads (session_id, seq, hash) VALUES ($1, 0, $2) ON CONFLICT (session_id) DO UPDATE SET session_id = excluded.session_id RETURNING seq, hash',
+      [sessionId, GENESIS_HASH],
+    );
     const head = rows[0] ?? { seq: 0, hash: GENESIS_HASH };
     this.heads.set(sessionId, head);
     return head;

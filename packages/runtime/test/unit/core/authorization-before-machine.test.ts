@@ -103,8 +103,9 @@ describe('authorization before the machine', () => {
     const authorized = records.findLast((record) => record.type === 'tool-call.authorized');
     const resumed = records.findLast((record) => record.type === 'session.resumed');
     const started = records.findLast((record) => record.type === 'tool-call.started');
-    assert.ok(authorized && resumed && started);
-    assert.ok(authorized.seq < resumed.seq && resumed.seq < started.seq, 'decision, then the wake, then the effect');
+    const completed = records.findLast((record) => record.type === 'tool-call.completed');
+    assert.ok(authorized && resumed && started && completed);
+    assert.ok(authorized.seq < started.seq && started.seq < resumed.seq && resumed.seq < completed.seq, 'decision, start, then the wake, then the result');
     assert.equal(resumed.data['wokenBy'], 'call');
     assert.equal(resumed.data['gen_ai.tool.call.id'], outcome.callId);
   });
