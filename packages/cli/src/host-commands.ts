@@ -121,7 +121,7 @@ export function registerHostCommands(program: Command): void {
     .requiredOption('--to <url>', 'the PostgreSQL database (postgres://USER@HOST:PORT/DB)')
     .option('--json', 'print the report as JSON')
     .action(async (options: { dataDir: string; to: string; json?: boolean }) => {
-      const { copyStore, openAuditLog, openDataDir, loadOrCreateServerId, runningServerPid, SqliteStore, PostgresStore, isPostgresUrl, redactUrl, AirlockError } = await runtime();
+      const { copyStore, openAuditLog, openDataDir, loadOrCreateServerId, runningServerPid, recordPostgresStore, SqliteStore, PostgresStore, isPostgresUrl, redactUrl, AirlockError } = await runtime();
       if (!isPostgresUrl(options.to)) throw new AirlockError('INVALID_ARGUMENTS', `--to takes a PostgreSQL URL such as postgres://airlock@127.0.0.1:5432/airlock (got ${JSON.stringify(options.to)})`);
       const layout = openDataDir(options.dataDir);
       const pid = runningServerPid(layout);
@@ -140,6 +140,8 @@ export function registerHostCommands(program: Command): void {
             if (bad.length === 0) process.stdout.write(`verified: every chain intact; serve it with \`airlock serve --data-dir ${layout.root} --store ${redactUrl(options.to)}\`\n`);
           }
           if (bad.length > 0) process.exitCode = EXIT_FAILURE;
+          // From now on this data dir's sessions live there: a server without --store refuses to start on it.
+          else recordPostgresStore(layout, options.to);
         } finally {
           await target.close();
           anchor.close();

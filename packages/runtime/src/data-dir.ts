@@ -24,6 +24,8 @@ export interface DataDirLayout {
   serverId: string;
   /** the pid of the server running on this data dir, while it runs */
   pidFile: string;
+  /** which store holds this data dir's sessions (written when a server first uses PostgreSQL) */
+  storeFile: string;
 }
 
 /** The default data dir: $AIRLOCK_DATA_DIR, else /var/lib/airlock for root, else ~/.local/share/airlock. */
@@ -54,6 +56,7 @@ export function openDataDir(root: string): DataDirLayout {
     auditHeads: join(abs, 'audit-heads.log'),
     serverId: join(abs, 'server-id'),
     pidFile: join(abs, 'server.pid'),
+    storeFile: join(abs, 'store.json'),
   };
   for (const dir of [abs, layout.images, layout.disks, layout.sandboxes, layout.snapshots]) mkdirSync(dir, { recursive: true, mode: 0o700 });
   return layout;
@@ -87,6 +90,24 @@ export function loadOrCreateServerId(layout: DataDirLayout): string {
   writeFileSync(`${layout.serverId}.tmp`, `${id}\n`, { mode: 0o600 });
   renameSync(`${layout.serverId}.tmp`, layout.serverId);
   return id;
+}
+
+/** The PostgreSQL database this data dir's sessions were moved to (its URL without password), if any. */
+export function recordedPostgresStore(layout: DataDirLayout): string | undefined {
+  try {
+    const recorded = JSON.parse(readFileSync(layout.storeFile, 'utf8')) as { kind?: unknown; url?: unknown };
+    return recorded.kind === 'postgres' && typeof recorded.url === 'string' ? recorded.url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Records that this data dir's sessions live in the PostgreSQL database at `url` (stored without password). */
+export function recordPostgresStore(layout: DataDirLayout, url: string): void {
+  const parsed = new URL(url);
+  parsed.password = '';
+  writeFileSync(`${layout.storeFile}.tmp`, `${JSON.stringify({ kind: 'postgres', url: parsed.toString() }, null, 2)}\n`, { mode: 0o600 });
+  renameSync(`${layout.storeFile}.tmp`, layout.storeFile);
 }
 
 /** The pid of a live server on this data dir, if one runs. */

@@ -1,6 +1,6 @@
 /** @airlock/runtime: the control plane, as a library (the CLI's `serve` and host commands use it). */
 export { startServer, openImageCatalog, openAuditLog, AIRLOCK_VERSION, type ServeOptions, type RunningServer } from './server.js';
-export { defaultDataDir, defaultCacheDir, openDataDir, readStoredToken, loadOrCreateToken, loadOrCreateServerId, runningServerPid, type DataDirLayout } from './data-dir.js';
+export { defaultDataDir, defaultCacheDir, openDataDir, readStoredToken, loadOrCreateToken, loadOrCreateServerId, runningServerPid, recordPostgresStore, type DataDirLayout } from './data-dir.js';
 export { AirlockError, ERROR_STATUS, isAirlockError, type ErrorCode } from './core/errors.js';
 export { parseContract, parseContractText, DEFAULT_CONTRACT, type SessionContract } from './policy/session-contract.js';
 export { SqliteStore } from './stores/sqlite/sqlite-store.js';

@@ -3,10 +3,20 @@
  * PostgreSQL, loop disks, local images, Cedar, the egress gateway, the audit
  * key and head file) to the core services and the HTTP API.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { openDataDir, loadOrCreateToken, loadOrCreateServerId, defaultCacheDir, type DataDirLayout } from './data-dir.js';
+import {
+  openDataDir,
+  loadOrCreateToken,
+  loadOrCreateServerId,
+  defaultCacheDir,
+  recordedPostgresStore,
+  recordPostgresStore,
+  type DataDirLayout,
+} from './data-dir.js';
+import { SqliteStore } from './stores/sqlite/sqlite-store.js';
+import { redactUrl } from './stores/postgres/postgres-store.js';
 import { openStore } from './stores/open-store.js';
 import { GvisorDriver } from './drivers/gvisor/index.js';
 import { LoopDisks } from './storage/loop-disks.js';
@@ -117,6 +127,43 @@ export async function openAuditLog(layout: DataDirLayout, store: Store): Promise
   return { audit, anchor };
 }
 
+/**
+ * Refuses a store that does not hold this data dir's sessions: their disks
+ * and snapshots would look like orphans to the reconciler. Sessions left in
+ * the data dir's SQLite file must be copied to PostgreSQL first, and a data
+ * dir whose sessions moved to PostgreSQL must keep being served from there.
+ */
+async function checkStoreOfDataDir(layout: DataDirLayout, store: Store, url: string | undefined): Promise<void> {
+  const recorded = recordedPostgresStore(layout);
+  if (store.kind === 'sqlite') {
+    if (recorded) {
+      throw new AirlockError(
+        'INVALID_STATE',
+        `the sessions of ${layout.root} live in PostgreSQL (${recorded}); start with \`airlock serve --store ${recorded}\` (or remove ${layout.storeFile} to start over on SQLite)`,
+      );
+    }
+    return;
+  }
+  if (!url) return;
+  if (existsSync(layout.database)) {
+    const local = new SqliteStore(layout.database);
+    try {
+      const live = (await local.listSessions()).filter((session) => session.state !== 'terminated');
+      const missing = [];
+      for (const session of live) if (!(await store.getSession(session.id))) missing.push(session.id);
+      if (missing.length > 0) {
+        throw new AirlockError(
+          'INVALID_STATE',
+          `${layout.root} holds ${missing.length} live sessions in its SQLite store that are not in ${redactUrl(url)} (e.g. ${missing[0]}); copy them first with \`airlock store copy --data-dir ${layout.root} --to ${redactUrl(url)}\` (stop the server first)`,
+        );
+      }
+    } finally {
+      await local.close();
+    }
+  }
+  if (!recorded) recordPostgresStore(layout, url);
+}
+
 /** Wires everything and starts listening. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   // Checked before anything starts: a mistyped origin must not leave a server running that refuses its console.
@@ -128,11 +175,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const serverId = loadOrCreateServerId(layout);
   const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes });
   await driver.checkHost();
-  const store = await openStore({ url: options.storeUrl ?? process.env['AIRLOCK_STORE_URL'], sqlitePath: layout.database });
-  const opened = await openAuditLog(layout, store).catch(async (error: unknown) => {
-    await store.close();
-    throw error;
-  });
+  const storeUrl = options.storeUrl ?? process.env['AIRLOCK_STORE_URL'];
+  const store = await openStore({ url: storeUrl, sqlitePath: layout.database });
+  const opened = await checkStoreOfDataDir(layout, store, storeUrl)
+    .then(() => openAuditLog(layout, store))
+    .catch(async (error: unknown) => {
+      await store.close();
+      throw error;
+    });
   const { audit, anchor } = opened;
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
   const images = options.images ?? openImageCatalog(layout);
@@ -196,6 +246,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   if (store.kind === 'sqlite') await core.records.claimUnowned();
   const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, driver, disks, artifacts });
   await core.approvals.resumeAfterRestart();
+  // A backstop for a decision whose notification never arrived.
+  core.approvals.startSweeping(30_000);
   const live = (await store.listSessions({ owner: serverId })).filter((session) => session.state !== 'terminated' && session.state !== 'failed');
   await networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
   const retention = core.snapshots.startRetentionSweeper(60_000, (error) => report('snapshot retention sweep', error));

@@ -37,6 +37,10 @@ describe('airlock store copy', { skip: testPostgresUrl() ? false : NO_POSTGRES }
     assert.match(whileRunning.stderr, /is running on .*stop it first/);
 
     await installation.stopServer();
+    // Pointing the data dir at PostgreSQL before copying would make its disks look like orphans: refused.
+    installation.storeUrl = database.url;
+    await assert.rejects(installation.startServer(), /holds 1 live sessions in its SQLite store that are not in .*airlock store copy/s);
+    installation.storeUrl = undefined;
     const copied = installation.cli(['store', 'copy', '--data-dir', installation.dataDir, '--to', database.url]);
     assert.equal(copied.code, 0, copied.stdout + copied.stderr);
     assert.match(copied.stdout, /copied 1 sessions, 0 approvals, 2 snapshot records and \d+ audit chains/);
@@ -45,6 +49,8 @@ describe('airlock store copy', { skip: testPostgresUrl() ? false : NO_POSTGRES }
     assert.equal(again.code, 1);
     assert.match(again.stderr, /already holds 1 sessions/);
 
+    // Once moved, the data dir is served from PostgreSQL only.
+    await assert.rejects(installation.startServer(), /live in PostgreSQL .*airlock serve --store/s);
     installation.storeUrl = database.url;
     await installation.startServer();
     const listed = JSON.parse(installation.cli(['sessions', 'ls', '--json']).stdout) as { id: string; state: string }[];

@@ -52,6 +52,7 @@ export class ApprovalService {
   // Approvals this process started running: the change feed may announce one twice.
   private readonly started = new Set<string>();
   private readonly unwatch: () => void;
+  private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(private readonly deps: ApprovalServiceDeps) {
@@ -222,13 +223,14 @@ export class ApprovalService {
   }
 
   /**
-   * After a restart: approved calls of this server's sessions whose execution
-   * never started run now; those that started but have no recorded outcome
-   * are closed as interrupted (never run twice).
+   * After a restart (and whenever changes may have been missed): approved
+   * calls of this server's sessions whose execution never started run now;
+   * those that started in an earlier life of the server but have no
+   * recorded outcome are closed as interrupted (never run twice).
    */
   async resumeAfterRestart(): Promise<void> {
     for (const approval of await this.deps.store.listApprovals({ states: ['approved'] })) {
-      if (isConnectionCall(approval.call) || !(await this.deps.isManagedHere(approval.sessionId))) continue;
+      if (isConnectionCall(approval.call) || this.started.has(approval.id) || !(await this.deps.isManagedHere(approval.sessionId))) continue;
       const started = (await this.deps.store.listAudit(approval.sessionId, { types: ['tool-call.started'] })).some(
         (record) => record.data['gen_ai.tool.call.id'] === approval.call.id,
       );
@@ -248,9 +250,21 @@ export class ApprovalService {
     }
   }
 
+  /**
+   * Also looks for approved calls every `intervalMs`: a backstop for a
+   * decision whose notification never arrived (the change feed announces
+   * reconnects itself).
+   */
+  startSweeping(intervalMs: number): void {
+    if (this.sweeper || this.closed) return;
+    this.sweeper = setInterval(() => this.track(this.resumeAfterRestart()), intervalMs);
+    this.sweeper.unref();
+  }
+
   /** Waits for approved calls still running and stops hearing changes (shutdown, tests). */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.sweeper) clearInterval(this.sweeper);
     this.unwatch();
     await this.drain();
   }
@@ -262,6 +276,7 @@ export class ApprovalService {
 
   /** Turns a committed change into events, and starts an approved call of a session managed here. */
   private async onChange(change: StoreChange): Promise<void> {
+    if (change.kind === 'resync' && !this.closed) return this.resumeAfterRestart();
     if (change.kind !== 'approval') return;
     const approval = await this.deps.store.getApproval(change.approvalId);
     if (!approval) return;

@@ -354,7 +354,11 @@ export class ToolPipeline {
     await this.write(async (tx) => {
       // The session row before the chain head, in every transaction: a fixed lock order cannot deadlock.
       const tripped = await this.finish(tx, call, failed);
-      await this.audit(tx, 'tool-call.completed', call, { ...auditResult(call.tool, result), ...(isFileTool(call.tool) ? { path: context.path } : {}), timing });
+      await this.audit(tx, 'tool-call.completed', call, {
+        ...auditResult(call.tool, result),
+        ...(isFileTool(call.tool) ? { path: context.path } : {}),
+        timing,
+      });
       await tripped();
     });
     this.deps.sessions.usage.requestSample(session.id);
