@@ -39,6 +39,7 @@ import type { SandboxDriver } from './core/sandbox-driver.js';
 import type { SessionDisks } from './core/session-disks.js';
 import type { ImageCatalog } from './core/image-catalog.js';
 import type { SessionContract } from './core/session-contract.js';
+import type { ApprovalRecord } from './core/approval.js';
 import { OtlpExporter } from './telemetry/otlp-exporter.js';
 import { ContractAuthorizer } from './policy/contract-authorizer.js';
 import { invalidContract } from './policy/contract-issues.js';
@@ -51,6 +52,11 @@ import { loadEgressConfig, readUpstreamCas, type EgressConfig } from './egress/e
 import { buildHttpServer } from './api/http-server.js';
 import { listFromEnvironment, normalizeAllowedOrigin, parseAllowedHost } from './api/origin-guard.js';
 import type { AirlockServices } from './api/airlock-services.js';
+import { tapAuditAppends } from './api/audit-tap.js';
+import { ActivityFeed } from './api/activity-feed.js';
+import { Authentication, installationTokens } from './api/authentication.js';
+import { ConsoleLogins } from './api/console-logins.js';
+import { ConsoleAssets, defaultConsoleAssetsDir } from './api/console-assets.js';
 
 /** The version of this Airlock. */
 export const AIRLOCK_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -77,6 +83,10 @@ export interface ServeOptions {
   idleTickMs?: number;
   /** egress gateway settings; default: the file named by $AIRLOCK_EGRESS_CONFIG, if any */
   egress?: EgressConfig;
+  /** the built web console; default: packages/console/dist/web */
+  consoleDir?: string;
+  /** lifetime of a console login; default $AIRLOCK_CONSOLE_LOGIN_SECONDS, else 12 hours */
+  consoleLoginSeconds?: number;
   /** origins whose web pages may call the server besides its own (`--allowed-origin`); $AIRLOCK_ALLOWED_ORIGINS adds more */
   allowedOrigins?: readonly string[];
   /** further names of the server for the Host header (`--allowed-host`); $AIRLOCK_ALLOWED_HOSTS adds more */
@@ -184,6 +194,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       throw error;
     });
   const { audit, anchor } = opened;
+  // Every audit record, once committed (by this server or another sharing the store), also feeds the console's live event streams.
+  const activity = new ActivityFeed();
+  const untap = tapAuditAppends(store, (record) => activity.publish({ kind: 'audit', record }));
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
   const images = options.images ?? openImageCatalog(layout);
   const artifacts = new SnapshotDirectory(layout.snapshots);
@@ -242,6 +255,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     maxForkBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
     onError: report,
   });
+  for (const change of ['requested', 'decided', 'settled'] as const) {
+    core.approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
+  }
   // Sessions from before owners existed: an embedded store only ever had this data dir's.
   if (store.kind === 'sqlite') await core.records.claimUnowned();
   const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, driver, disks, artifacts });
@@ -288,10 +304,15 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     contracts: new ContractUpdates({ sessions: core.sessions, parseContract: (input) => parseContract(input), networks }),
     defaultContract: () => DEFAULT_CONTRACT,
   };
+  const loginSeconds = options.consoleLoginSeconds ?? (Number.parseInt(process.env['AIRLOCK_CONSOLE_LOGIN_SECONDS'] ?? '', 10) || undefined);
+  const authentication = new Authentication(installationTokens(token), new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds }));
   const http = buildHttpServer(services, {
     token,
     version: AIRLOCK_VERSION,
     logger: options.logger ?? false,
+    authentication,
+    activity,
+    console: ConsoleAssets.load(options.consoleDir ?? defaultConsoleAssetsDir()),
     listenHost: options.host,
     allowedOrigins,
     allowedHosts,
@@ -314,6 +335,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       retention.stop();
       await sleeper.stop();
       await http.close();
+      untap();
       await core.approvals.close();
       await core.usage.drain();
       await tracer?.flush();

@@ -78,7 +78,8 @@ export interface StoreTransaction extends StoreReader {
 /** Something another writer (this process or another server on the same database) committed. */
 export type StoreChange =
   | { kind: 'approval'; approvalId: string; sessionId: string; state: ApprovalState }
-  | { kind: 'audit'; sessionId: string; seq: number }
+  /** records firstSeq..seq of a chain were appended */
+  | { kind: 'audit'; sessionId: string; firstSeq: number; seq: number }
   /** changes may have been missed (the feed reconnected): listeners look again at what they track */
   | { kind: 'resync' };
 

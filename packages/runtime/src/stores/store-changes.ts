@@ -45,9 +45,14 @@ export class CommitEffects {
   /** Records an approval or audit change to announce. */
   change(change: StoreChange): void {
     if (change.kind === 'audit') {
-      // one announcement per chain and transaction: its last record
+      // one announcement per chain and transaction, for the range of records it appended
       const previous = this.changes.findIndex((known) => known.kind === 'audit' && known.sessionId === change.sessionId);
-      if (previous >= 0) this.changes.splice(previous, 1);
+      const known = this.changes[previous];
+      if (known?.kind === 'audit') {
+        this.changes.splice(previous, 1);
+        this.changes.push({ ...change, firstSeq: Math.min(known.firstSeq, change.firstSeq) });
+        return;
+      }
     }
     this.changes.push(change);
   }

@@ -84,7 +84,7 @@ export class PostgresTransaction extends PostgresReads implements StoreTransacti
       [record.sessionId, record.seq, record.at, record.type, JSON.stringify(record.data), record.prevHash, record.hash],
     );
     this.heads.set(record.sessionId, { seq: record.seq, hash: record.hash });
-    this.effects.change({ kind: 'audit', sessionId: record.sessionId, seq: record.seq });
+    this.effects.change({ kind: 'audit', sessionId: record.sessionId, firstSeq: record.seq, seq: record.seq });
   }
 
   async insertApproval(approval: ApprovalRecord): Promise<void> {

@@ -358,7 +358,7 @@ class SqliteTransaction implements StoreTransaction {
       record.seq,
       record.hash,
     );
-    this.effects.change({ kind: 'audit', sessionId: record.sessionId, seq: record.seq });
+    this.effects.change({ kind: 'audit', sessionId: record.sessionId, firstSeq: record.seq, seq: record.seq });
   }
 
   async insertApproval(approval: ApprovalRecord): Promise<void> {
