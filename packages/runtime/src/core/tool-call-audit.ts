@@ -4,6 +4,8 @@
  * its result's sizes and codes.
  */
 import type { AirlockError } from './errors.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { StoreTransaction } from './store.js';
 import type { AuthorizationContext, PolicyDecision } from './authorizer.js';
 import type { ToolCall, ToolName } from './tool-call.js';
 
@@ -48,4 +50,19 @@ export function auditResult(tool: ToolName, result: Record<string, unknown>): Re
     kept['branchSessionIds'] = (result['branches'] as { sessionId: string | null }[]).map((branch) => branch.sessionId);
   }
   return kept;
+}
+
+/** Appends one record of a call to its session's chain inside `tx`, with the call's GenAI attributes and its arguments as the audit keeps them. */
+export async function appendCallRecord(log: AuditLog, tx: StoreTransaction, type: string, call: ToolCall, data: Record<string, unknown>): Promise<void> {
+  await log.append(tx, {
+    sessionId: call.sessionId,
+    type,
+    data: {
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': call.tool,
+      'gen_ai.tool.call.id': call.id,
+      arguments: auditArguments(call),
+      ...data,
+    },
+  });
 }

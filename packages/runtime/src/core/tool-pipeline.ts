@@ -17,13 +17,11 @@ import { AirlockError, toAirlockError } from './errors.js';
 import type { Authorizer, AuthorizationContext, PolicyDecision } from './authorizer.js';
 import type { SessionService } from './session-service.js';
 import { requireCallableState, requireOwned, type SessionRecord } from './session.js';
-import type { SessionChange } from './session-records.js';
 import type { Store, StoreTransaction } from './store.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { isFileTool, TOOL_NAMES, type ToolCall, type ToolName } from './tool-call.js';
 import type { ToolCallOutcome } from './tool-call-outcome.js';
 import { validateArguments, type ToolArguments } from './tool-schemas.js';
-import { callKey, guardLimitsOf, guardRefusal, recordOutcome } from './runaway-guard.js';
 import { FileOperations } from './file-operations.js';
 import type { ToolExecutor, ExecutionStreams } from './tool-executor.js';
 import type { ApprovalService } from './approval-service.js';
@@ -31,7 +29,8 @@ import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
 import type { TraceContext, Tracer } from './tracer.js';
 import { toolCallSpan } from './tool-call-span.js';
-import { auditArguments, auditContext, auditResult, decisionEvent, errorValue } from './tool-call-audit.js';
+import { appendCallRecord, auditContext, auditResult, decisionEvent, errorValue } from './tool-call-audit.js';
+import { breakerAfter, CallAdmission, recordTrip } from './call-admission.js';
 
 /** Result of static analysis of a shell command (see policy/shell-analysis). */
 export interface CommandAnalysis {
@@ -65,15 +64,21 @@ export interface ToolPipelineDeps {
   tracer?: Tracer;
 }
 
-/** What admission decided: a refusal or a held call (final for now), or a call that may go on. */
-type Admission = { kind: 'final'; outcome: ToolCallOutcome } | { kind: 'admitted'; decision: PolicyDecision; session: SessionRecord };
-
 /** Runs tool calls through the airlock. */
 export class ToolPipeline {
   private readonly clock: Clock;
 
+  private readonly admission: CallAdmission;
+
   constructor(private readonly deps: ToolPipelineDeps) {
     this.clock = deps.clock ?? systemClock;
+    this.admission = new CallAdmission({
+      records: deps.sessions.records,
+      approvals: deps.approvals,
+      authorizer: deps.authorizer,
+      audit: deps.audit,
+      clock: this.clock,
+    });
   }
 
   /** Submits one call. Throws only for failures and invalid input; refusals are values. */
@@ -97,7 +102,7 @@ export class ToolPipeline {
     const session = await this.deps.sessions.getOwned(call.sessionId);
     const args = validateArguments(call.tool, call.arguments);
     const context = this.prepare(session, call.tool, args);
-    const admission = await this.admit(session, call, context, 'approved', decision);
+    const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'approved', decision));
     if (admission.kind === 'final') return admission.outcome;
     return this.proceed(admission.session, call, admission.decision, context, {}, receivedAt);
   }
@@ -126,12 +131,12 @@ export class ToolPipeline {
       args = validateArguments(toolName, rawArguments);
     } catch (error) {
       const rejected = toAirlockError(error);
-      await this.write((tx) => this.audit(tx, 'tool-call.rejected', call, { code: rejected.code, message: rejected.message }));
+      await this.write((tx) => appendCallRecord(this.deps.audit, tx, 'tool-call.rejected', call, { code: rejected.code, message: rejected.message }));
       throw error;
     }
     call.arguments = args as Record<string, unknown>;
     const context = this.prepare(session, toolName, args);
-    const admission = await this.admit(session, call, context, 'fresh');
+    const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'fresh'));
     if (admission.kind === 'final') {
       const outcome = admission.outcome;
       if (outcome.status === 'pending-approval' && options.approvalWaitMs)
@@ -183,82 +188,6 @@ export class ToolPipeline {
   }
 
   /**
-   * Admission, in one transaction on the locked session: the contract's tool
-   * list, the breaker and the budgets, then the policy on what is known
-   * without the machine. An allowed call reserves its share of the budget
-   * here; a held call is parked. A call admitted on a human's approval skips
-   * the policy (the human decided) but not the breaker or the budgets.
-   */
-  private async admit(
-    session: SessionRecord,
-    call: ToolCall,
-    prepared: AuthorizationContext,
-    origin: 'fresh' | 'approved',
-    approvedDecision?: PolicyDecision,
-  ): Promise<Admission> {
-    const { sessions, approvals } = this.deps;
-    return this.write(async (tx) => {
-      let verdict: { refusal?: AirlockError; decision?: PolicyDecision; context: AuthorizationContext } = { context: prepared };
-      const now = this.clock.now();
-      const admitted = await sessions.records.update(
-        session.id,
-        (fresh) => {
-          const context: AuthorizationContext = {
-            ...prepared,
-            callCount: fresh.meters.toolCalls,
-            identicalFailures: fresh.guard.failures[callKey(call.tool, call.arguments)] ?? 0,
-          };
-          const listed = origin === 'approved' ? undefined : this.listedDecision(fresh, call.tool);
-          if (listed && listed.enforced) {
-            verdict = { decision: listed, context };
-            return { guard: breakerAfter(fresh, call, true, now) };
-          }
-          const refusal = guardRefusal(fresh, now);
-          if (refusal) {
-            verdict = { refusal, context };
-            return undefined;
-          }
-          const decision = origin === 'approved' && approvedDecision ? approvedDecision : (listed ?? this.authorize(fresh, context));
-          verdict = { decision, context };
-          if (decision.enforced && decision.decision === 'deny') return { guard: breakerAfter(fresh, call, true, now) };
-          if (decision.enforced && decision.decision === 'ask' && origin === 'fresh') return undefined;
-          return { meters: { ...fresh.meters, toolCalls: fresh.meters.toolCalls + 1 }, lastActivityAt: now.toISOString() };
-        },
-        undefined,
-        { tx },
-      );
-      const { refusal, decision, context } = verdict;
-      if (refusal) {
-        await this.audit(tx, 'tool-call.refused', call, { code: refusal.code, message: refusal.message });
-        return { kind: 'final', outcome: { status: 'refused', callId: call.id, tool: call.tool, error: errorValue(refusal), decision: null } };
-      }
-      if (!decision) throw new AirlockError('INTERNAL', 'admission reached no decision');
-      if (origin === 'fresh') {
-        await this.audit(tx, decisionEvent(decision), call, {
-          decision: decision.decision,
-          policyIds: decision.policyIds,
-          reason: decision.reason,
-          enforced: decision.enforced,
-          errors: decision.errors,
-          context: auditContext(context),
-        });
-        await this.guardTripped(tx, call, session.guard.tripped !== null, admitted);
-      }
-      if (decision.enforced && decision.decision === 'deny') {
-        const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
-        return { kind: 'final', outcome: { status: 'refused', callId: call.id, tool: call.tool, error: errorValue(error), decision } };
-      }
-      if (decision.enforced && decision.decision === 'ask' && origin === 'fresh') {
-        const approval = await approvals.park(tx, call, decision);
-        return { kind: 'final', outcome: { status: 'pending-approval', callId: call.id, tool: call.tool, approvalId: approval.id, decision } };
-      }
-      // Execution starts with this commit: for a file call, with waking the machine and resolving its path there.
-      await this.audit(tx, 'tool-call.started', call, isFileTool(call.tool) ? { path: context.path } : {});
-      return { kind: 'admitted', decision, session: admitted };
-    });
-  }
-
-  /**
    * After admission: a file call wakes the machine (an audited step of this
    * call) to resolve its path in the sandbox, and a path that resolves
    * elsewhere is authorized again; then the call executes and completes.
@@ -300,7 +229,7 @@ export class ToolPipeline {
     // The path the policy already decided on: nothing new to decide or record.
     if (canonical === context.path) return { kind: 'resolved', context: resolved };
     const fresh = await this.deps.sessions.get(session.id);
-    let decision = this.authorize(fresh, resolved);
+    let decision = this.admission.authorize(fresh, resolved);
     // A human approved the lexical path: where it resolves elsewhere, only an allow of that path goes on.
     if (decision.enforced && decision.decision === 'ask') {
       decision = {
@@ -319,7 +248,7 @@ export class ToolPipeline {
           undefined,
           { tx },
         );
-      await this.audit(tx, decisionEvent(decision), call, {
+      await appendCallRecord(this.deps.audit, tx, decisionEvent(decision), call, {
         decision: decision.decision,
         policyIds: decision.policyIds,
         reason: decision.reason,
@@ -354,7 +283,7 @@ export class ToolPipeline {
     await this.write(async (tx) => {
       // The session row before the chain head, in every transaction: a fixed lock order cannot deadlock.
       const tripped = await this.finish(tx, call, failed);
-      await this.audit(tx, 'tool-call.completed', call, {
+      await appendCallRecord(this.deps.audit, tx, 'tool-call.completed', call, {
         ...auditResult(call.tool, result),
         ...(isFileTool(call.tool) ? { path: context.path } : {}),
         timing,
@@ -370,7 +299,11 @@ export class ToolPipeline {
     const failure = toAirlockError(error, 'DRIVER_FAILED');
     await this.write(async (tx) => {
       const tripped = await this.finish(tx, call, true);
-      await this.audit(tx, 'tool-call.failed', call, { code: failure.code, message: failure.message, ...(beforeStart ? { stage: 'resolving-path' } : {}) });
+      await appendCallRecord(this.deps.audit, tx, 'tool-call.failed', call, {
+        code: failure.code,
+        message: failure.message,
+        ...(beforeStart ? { stage: 'resolving-path' } : {}),
+      });
       await tripped();
     }).catch(() => undefined);
   }
@@ -388,34 +321,7 @@ export class ToolPipeline {
       undefined,
       { tx },
     );
-    return () => this.guardTripped(tx, call, wasTripped, after);
-  }
-
-  private async guardTripped(tx: StoreTransaction, call: ToolCall, wasTripped: boolean, session: SessionRecord): Promise<void> {
-    if (wasTripped || !session.guard.tripped) return;
-    await this.audit(tx, 'guard.tripped', call, { count: session.guard.tripped.count, callKey: session.guard.tripped.callKey });
-  }
-
-  /** The contract's tool list, decided in the core before any policy: undefined when the tool is listed. */
-  private listedDecision(session: SessionRecord, tool: ToolName): PolicyDecision | undefined {
-    const tools: readonly string[] = session.contract.tools;
-    if (tools.includes(tool)) return undefined;
-    return {
-      decision: 'deny',
-      policyIds: ['contract.tools'],
-      reason: `the tool ${tool} is not in this session's contract (tools: ${tools.join(', ')})`,
-      errors: [],
-      enforced: session.contract.enforcement !== 'log-only',
-    };
-  }
-
-  private authorize(session: SessionRecord, context: AuthorizationContext): PolicyDecision {
-    try {
-      return this.deps.authorizer.authorize(session, context);
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      return { decision: 'deny', policyIds: [], reason: `policy evaluation failed, so the call is denied: ${message}`, errors: [message], enforced: true };
-    }
+    return () => recordTrip(this.deps.audit, tx, call, wasTripped, after);
   }
 
   /** One transaction; a store that cannot write stops the call (fail closed). */
@@ -429,23 +335,4 @@ export class ToolPipeline {
       });
     }
   }
-
-  private async audit(tx: StoreTransaction, type: string, call: ToolCall, data: Record<string, unknown>): Promise<void> {
-    await this.deps.audit.append(tx, {
-      sessionId: call.sessionId,
-      type,
-      data: {
-        'gen_ai.operation.name': 'execute_tool',
-        'gen_ai.tool.name': call.tool,
-        'gen_ai.tool.call.id': call.id,
-        arguments: auditArguments(call),
-        ...data,
-      },
-    });
-  }
-}
-
-/** The breaker after one more outcome of `call`. */
-function breakerAfter(session: SessionRecord, call: ToolCall, failed: boolean, now: Date): SessionChange['guard'] & object {
-  return recordOutcome(session.guard, callKey(call.tool, call.arguments), failed, guardLimitsOf(session).maxIdenticalFailures, now);
 }
