@@ -293,7 +293,7 @@ export class SessionService {
       const spec = await specs.specFor(session, image);
       const sandboxId = `airlock-${session.id}-run-${newId('c').slice(2, 12)}`;
       const outcome = await driver.runOnce({ ...spec, sandboxId, stateDir: specs.stateDir(sandboxId), oneShot: { argv: request.argv } }, request);
-      this.usage.chargePerCall(id, outcome.durationMs);
+      await this.usage.chargePerCall(id, outcome.durationMs);
       return outcome;
     });
   }
