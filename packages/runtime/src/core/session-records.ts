@@ -121,7 +121,8 @@ export class SessionRecords {
     return this.write(id, options, (fresh) => {
       const delta = change(fresh);
       if (delta === undefined) return undefined;
-      const next: SessionRecord = { ...fresh, ...delta };
+      // Only transitions move the state, whatever a caller's object holds at run time.
+      const next: SessionRecord = { ...fresh, ...delta, state: fresh.state, pendingOperation: fresh.pendingOperation };
       const entry = typeof audit === 'function' ? audit(next, fresh) : audit;
       return { next, ...(entry ? { audit: entry } : {}) };
     });
