@@ -53,7 +53,14 @@ export class SessionCalls {
 
   /** The Airlock tools the session's contract allows. */
   async allowedTools(signal?: AbortSignal): Promise<ReadonlySet<string>> {
-    return new Set((await this.info(signal)).tools);
+    const allowed = new Set((await this.info(signal)).tools);
+    // The desktop tools fail on a session without a display: not worth offering there.
+    if (allowed.has('desktop.act') || allowed.has('desktop.screenshot')) {
+      const path = `/v1/sessions/${encodeURIComponent(this.sessionId)}/desktop`;
+      const desktop = await this.connection.json<{ available?: boolean }>('GET', path, undefined, signal ? { signal } : {}).then((answer) => answer.body, () => ({ available: false }));
+      if (desktop.available !== true) for (const tool of ['desktop.act', 'desktop.screenshot']) allowed.delete(tool);
+    }
+    return allowed;
   }
 
   /** One approval. */

@@ -26,6 +26,8 @@ export interface DataDirLayout {
   pidFile: string;
   /** which store holds this data dir's sessions (written when a server first uses PostgreSQL) */
   storeFile: string;
+  /** screen thumbnails of desktop calls and takeover frames, per session (bounded) */
+  thumbnails: string;
 }
 
 /** The default data dir: $AIRLOCK_DATA_DIR, else /var/lib/airlock for root, else ~/.local/share/airlock. */
@@ -57,8 +59,9 @@ export function openDataDir(root: string): DataDirLayout {
     serverId: join(abs, 'server-id'),
     pidFile: join(abs, 'server.pid'),
     storeFile: join(abs, 'store.json'),
+    thumbnails: join(abs, 'thumbnails'),
   };
-  for (const dir of [abs, layout.images, layout.disks, layout.sandboxes, layout.snapshots]) mkdirSync(dir, { recursive: true, mode: 0o700 });
+  for (const dir of [abs, layout.images, layout.disks, layout.sandboxes, layout.snapshots, layout.thumbnails]) mkdirSync(dir, { recursive: true, mode: 0o700 });
   return layout;
 }
 

@@ -9,3 +9,4 @@ export { openStore, isPostgresUrl } from './stores/open-store.js';
 export { copyStore, type StoreCopyReport } from './stores/store-copy.js';
 export type { Store } from './core/store.js';
 export type { SandboxDriver, SandboxSpec, SandboxHandle, ExecRequest, ExecOutcome } from './core/sandbox-driver.js';
+export { decodePng, type ScreenPixels } from './core/screen-image.js';

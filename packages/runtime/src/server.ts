@@ -22,6 +22,7 @@ import { GvisorDriver } from './drivers/gvisor/index.js';
 import { LoopDisks } from './storage/loop-disks.js';
 import { SnapshotDirectory } from './storage/snapshot-directory.js';
 import { AuditHeadFile } from './storage/audit-head-file.js';
+import { ThumbnailDirectory } from './storage/thumbnail-directory.js';
 import { loadOrCreateAuditKey } from './storage/audit-key-file.js';
 import { LocalImageCatalog } from './images/local-image-catalog.js';
 import { AuditLog } from './audit/audit-log.js';
@@ -200,6 +201,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
   const images = options.images ?? openImageCatalog(layout);
   const artifacts = new SnapshotDirectory(layout.snapshots);
+  const thumbnails = new ThumbnailDirectory(layout.thumbnails);
   const authorizer = new ContractAuthorizer();
   const report = (what: string, error: unknown) => process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
 
@@ -246,6 +248,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     disks,
     images,
     artifacts,
+    thumbnails,
     layout: { sandboxStateDir: (sandboxId) => join(layout.sandboxes, sandboxId) },
     authorizer,
     analyzeCommand,
@@ -295,6 +298,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     resizer: core.resizer,
     pipeline: core.pipeline,
     approvals: core.approvals,
+    desktop: core.desktop,
+    thumbnails,
     store,
     audit,
     images,
@@ -334,6 +339,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     async close() {
       retention.stop();
       await sleeper.stop();
+      await core.takeovers.close();
       await http.close();
       untap();
       await core.approvals.close();

@@ -15,7 +15,7 @@ import type { Clock } from './clock.js';
 import type { SessionRecord } from './session.js';
 import type { SessionChange, SessionRecords } from './session-records.js';
 import type { StoreTransaction } from './store.js';
-import { isFileTool, type ToolCall, type ToolName } from './tool-call.js';
+import { isDesktopTool, isFileTool, type ToolCall, type ToolName } from './tool-call.js';
 import type { ToolCallOutcome } from './tool-call-outcome.js';
 import { callKey, guardLimitsOf, guardRefusal, recordOutcome } from './runaway-guard.js';
 import { appendCallRecord, auditContext, decisionEvent, errorValue } from './tool-call-audit.js';
@@ -56,6 +56,8 @@ export class CallAdmission {
     approvedDecision?: PolicyDecision,
   ): Promise<Admission> {
     const { records, approvals, audit } = this.deps;
+    // A desktop call is decided again once its screen is seen: here an ask only lets it look (and reserves its share).
+    const screened = isDesktopTool(call.tool);
     let verdict: { refusal?: AirlockError; decision?: PolicyDecision; context: AuthorizationContext } = { context: prepared };
     const now = this.clock.now();
     const admitted = await records.update(
@@ -79,7 +81,7 @@ export class CallAdmission {
         const decision = origin === 'approved' && approvedDecision ? approvedDecision : (listed ?? this.authorize(fresh, context));
         verdict = { decision, context };
         if (decision.enforced && decision.decision === 'deny') return { guard: breakerAfter(fresh, call, true, now) };
-        if (decision.enforced && decision.decision === 'ask' && origin === 'fresh') return undefined;
+        if (decision.enforced && decision.decision === 'ask' && origin === 'fresh' && !screened) return undefined;
         return { meters: { ...fresh.meters, toolCalls: fresh.meters.toolCalls + 1 }, lastActivityAt: now.toISOString() };
       },
       undefined,
@@ -93,6 +95,7 @@ export class CallAdmission {
     if (!decision) throw new AirlockError('INTERNAL', 'admission reached no decision');
     if (origin === 'fresh') {
       await appendCallRecord(audit, tx, decisionEvent(decision), call, {
+        ...(screened ? { stage: 'before-machine' } : {}),
         decision: decision.decision,
         policyIds: decision.policyIds,
         reason: decision.reason,
@@ -106,10 +109,12 @@ export class CallAdmission {
       const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
       return { kind: 'final', outcome: { status: 'refused', callId: call.id, tool: call.tool, error: errorValue(error), decision } };
     }
-    if (decision.enforced && decision.decision === 'ask' && origin === 'fresh') {
+    if (decision.enforced && decision.decision === 'ask' && origin === 'fresh' && !screened) {
       const approval = await approvals.park(tx, call, decision);
       return { kind: 'final', outcome: { status: 'pending-approval', callId: call.id, tool: call.tool, approvalId: approval.id, decision } };
     }
+    // A desktop call starts once its screen was seen and decided on (desktop-screening.ts).
+    if (screened) return { kind: 'admitted', decision, session: admitted };
     // Execution starts with this commit: for a file call, with waking the machine and resolving its path there.
     await appendCallRecord(audit, tx, 'tool-call.started', call, isFileTool(call.tool) ? { path: context.path } : {});
     return { kind: 'admitted', decision, session: admitted };

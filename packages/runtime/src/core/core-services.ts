@@ -31,6 +31,9 @@ import { ToolExecutor } from './tool-executor.js';
 import { ToolPipeline, type CommandAnalysis } from './tool-pipeline.js';
 import type { Tracer } from './tracer.js';
 import { UsageMeter } from './usage-meter.js';
+import { DesktopTools } from './desktop-tools.js';
+import { DesktopTakeovers } from './desktop-takeovers.js';
+import type { ThumbnailStore } from './screen-thumbnails.js';
 
 /** The ports and settings the core is built from. */
 export interface CorePorts {
@@ -40,6 +43,8 @@ export interface CorePorts {
   disks: SessionDisks;
   images: ImageCatalog;
   artifacts: SnapshotArtifacts;
+  /** screen thumbnails of desktop calls and takeover frames */
+  thumbnails: ThumbnailStore;
   layout: SessionLayout;
   authorizer: Authorizer;
   analyzeCommand: (input: { command?: string; argv?: string[] }) => CommandAnalysis;
@@ -52,6 +57,8 @@ export interface CorePorts {
   tracer?: Tracer | undefined;
   maxForkBranches?: number;
   forkConcurrency?: number;
+  /** between frames of a takeover recording; default 500 ms */
+  takeoverFrameIntervalMs?: number;
   /** told about background work that failed (samples, approved calls) */
   onError?: (what: string, error: unknown) => void;
 }
@@ -69,6 +76,8 @@ export interface CoreServices {
   forks: ForkService;
   executor: ToolExecutor;
   pipeline: ToolPipeline;
+  desktop: DesktopTools;
+  takeovers: DesktopTakeovers;
   ports: SessionPorts;
   resizer: SessionResizer;
 }
@@ -98,7 +107,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     hooks,
     usage,
   });
-  const sessions = new SessionService({ store, records, driver, disks, images, specs, hibernation, disposal, usage, locks, networks: ports.networks });
+  const sessions = new SessionService({ store, records, driver, disks, images, specs, hibernation, disposal, usage, locks, hooks, networks: ports.networks });
   const approvals = new ApprovalService({
     store,
     audit,
@@ -123,7 +132,16 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     ...(ports.maxForkBranches === undefined ? {} : { maxBranches: ports.maxForkBranches }),
     ...(ports.forkConcurrency === undefined ? {} : { concurrency: ports.forkConcurrency }),
   });
-  const executor = new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks));
+  const takeovers: DesktopTakeovers = new DesktopTakeovers({
+    store,
+    audit,
+    frames: ports.thumbnails,
+    capture: (sessionId) => desktop.capture(sessionId),
+    clock,
+    ...(ports.takeoverFrameIntervalMs === undefined ? {} : { frameIntervalMs: ports.takeoverFrameIntervalMs }),
+  });
+  const desktop: DesktopTools = new DesktopTools(sessions, driver, ports.thumbnails, takeovers);
+  const executor = new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks), desktop);
   const pipeline = new ToolPipeline({
     store,
     audit,
@@ -132,6 +150,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     analyzeCommand: ports.analyzeCommand,
     executor,
     approvals,
+    desktop,
     clock,
     ...(ports.tracer ? { tracer: ports.tracer } : {}),
   });
@@ -148,6 +167,8 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     forks,
     executor,
     pipeline,
+    desktop,
+    takeovers,
     ports: new SessionPorts(sessions, driver),
     resizer: new SessionResizer(sessions, driver),
   };

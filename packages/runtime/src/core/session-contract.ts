@@ -92,6 +92,12 @@ export interface ContractExec {
   readonly allowEnv: readonly string[];
 }
 
+/** The display of a desktop session (an image built with `airlock images build --desktop`). */
+export interface ContractDesktop {
+  readonly width: number;
+  readonly height: number;
+}
+
 /** One Cedar policy of a parsed contract, with its final id. */
 export interface ContractPolicy {
   readonly id: string;
@@ -113,6 +119,7 @@ export interface SessionContract {
   readonly guard: { readonly maxIdenticalFailures: number };
   readonly idle: ContractIdle;
   readonly perCall: ContractPerCall;
+  readonly desktop: ContractDesktop;
   readonly retention: { readonly snapshotDays?: number };
   readonly enforcement: EnforcementMode;
   /** one entry per Cedar policy; omitted in the input means "permit everything" */

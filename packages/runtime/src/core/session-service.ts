@@ -17,6 +17,8 @@ import type { SnapshotDisposal } from './snapshot-disposal.js';
 import type { Store } from './store.js';
 import type { MachineHibernation, WakeReason } from './machine-hibernation.js';
 import type { UsageMeter } from './usage-meter.js';
+import type { LifecycleHooks } from './lifecycle-hooks.js';
+import { desktopSize } from './desktop-size.js';
 import { newId } from './ids.js';
 import { type SessionLocks } from './session-locks.js';
 import { assertTransition } from './session-transitions.js';
@@ -45,6 +47,8 @@ export interface SessionServiceDeps {
   disposal: SnapshotDisposal;
   usage: UsageMeter;
   locks: SessionLocks;
+  /** on-start hooks (the desktop image starts its display there) */
+  hooks: LifecycleHooks;
   /** networks of sessions whose contract has a `network` section; without it such sessions get none */
   networks?: SessionNetworks | undefined;
 }
@@ -141,12 +145,15 @@ export class SessionService {
           return await records.transition(session.id, 'start', { type: 'session.started', data: { mode: 'per-call' } });
         }
         const handle = await driver.start(await specs.specFor(session, image));
-        return await records.transition(
+        const started = await records.transition(
           session.id,
           'start',
           { type: 'session.started', data: { sandboxId: handle.sandboxId, driver: driver.name } },
           { sandbox: handle },
         );
+        // After the commit, like on-resume: a failing hook is recorded and never undoes the start.
+        if (image.startHooks !== false) await this.deps.hooks.run(handle, session.id, 'on-start', { AIRLOCK_SESSION_ID: session.id, ...startEnvironment(contract) });
+        return started;
       } catch (error) {
         const failure = toAirlockError(error, 'DRIVER_FAILED');
         await disks.destroy(session.id).catch(() => undefined);
@@ -319,6 +326,12 @@ export class SessionService {
       if (!snapshot.deletedAt) await disposal.drop(snapshot.id, 'session-terminated');
     }
   }
+}
+
+/** What on-start hooks learn from the contract: the display size a desktop image starts with. */
+function startEnvironment(contract: SessionContract): Record<string, string> {
+  const { width, height } = desktopSize({ contract });
+  return { AIRLOCK_DESKTOP_WIDTH: String(width), AIRLOCK_DESKTOP_HEIGHT: String(height) };
 }
 
 /** Resources of a session from its contract, with defaults. */

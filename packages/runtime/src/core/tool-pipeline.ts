@@ -14,12 +14,12 @@
  * other; resource samples are taken off the call's path.
  */
 import { AirlockError, toAirlockError } from './errors.js';
-import type { Authorizer, AuthorizationContext, PolicyDecision } from './authorizer.js';
+import { NO_DESKTOP_CONTEXT, type Authorizer, type AuthorizationContext, type PolicyDecision } from './authorizer.js';
 import type { SessionService } from './session-service.js';
 import { requireCallableState, requireOwned, type SessionRecord } from './session.js';
 import type { Store, StoreTransaction } from './store.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { isFileTool, TOOL_NAMES, type ToolCall, type ToolName } from './tool-call.js';
+import { isDesktopTool, isFileTool, TOOL_NAMES, type ToolCall, type ToolName } from './tool-call.js';
 import type { ToolCallOutcome } from './tool-call-outcome.js';
 import { validateArguments, type ToolArguments } from './tool-schemas.js';
 import { FileOperations } from './file-operations.js';
@@ -29,7 +29,10 @@ import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
 import type { TraceContext, Tracer } from './tracer.js';
 import { toolCallSpan } from './tool-call-span.js';
-import { appendCallRecord, auditContext, auditResult, decisionEvent, errorValue } from './tool-call-audit.js';
+import { appendCallRecord, auditContext, auditedWrite, auditResult, decisionEvent, errorValue } from './tool-call-audit.js';
+import { DesktopScreening, unseenDesktopContext } from './desktop-screening.js';
+import type { DesktopTools } from './desktop-tools.js';
+import type { DesktopAction } from './desktop-action-schema.js';
 import { breakerAfter, CallAdmission, recordTrip } from './call-admission.js';
 
 /** Result of static analysis of a shell command (see policy/shell-analysis). */
@@ -59,6 +62,8 @@ export interface ToolPipelineDeps {
   analyzeCommand: (input: { command?: string; argv?: string[] }) => CommandAnalysis;
   executor: ToolExecutor;
   approvals: ApprovalService;
+  /** the desktop tools, for what a desktop call sees before its second decision */
+  desktop: DesktopTools;
   clock?: Clock;
   /** receives one span per call (optional) */
   tracer?: Tracer;
@@ -69,14 +74,25 @@ export class ToolPipeline {
   private readonly clock: Clock;
 
   private readonly admission: CallAdmission;
+  private readonly screening: DesktopScreening;
 
   constructor(private readonly deps: ToolPipelineDeps) {
     this.clock = deps.clock ?? systemClock;
-    this.admission = new CallAdmission({
+    const admission = new CallAdmission({
       records: deps.sessions.records,
       approvals: deps.approvals,
       authorizer: deps.authorizer,
       audit: deps.audit,
+      clock: this.clock,
+    });
+    this.admission = admission;
+    this.screening = new DesktopScreening({
+      store: deps.store,
+      audit: deps.audit,
+      records: deps.sessions.records,
+      approvals: deps.approvals,
+      admission,
+      desktop: deps.desktop,
       clock: this.clock,
     });
   }
@@ -104,7 +120,7 @@ export class ToolPipeline {
     const context = this.prepare(session, call.tool, args);
     const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'approved', decision));
     if (admission.kind === 'final') return admission.outcome;
-    return this.proceed(admission.session, call, admission.decision, context, {}, receivedAt);
+    return this.proceed(admission.session, call, admission.decision, context, {}, receivedAt, 'approved');
   }
 
   private async run(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions): Promise<ToolCallOutcome> {
@@ -129,6 +145,7 @@ export class ToolPipeline {
     let args: ToolArguments<ToolName>;
     try {
       args = validateArguments(toolName, rawArguments);
+      if (toolName === 'desktop.act') this.deps.desktop.checkOnScreen(session, args as DesktopAction);
     } catch (error) {
       const rejected = toAirlockError(error);
       await this.write((tx) => appendCallRecord(this.deps.audit, tx, 'tool-call.rejected', call, { code: rejected.code, message: rejected.message }));
@@ -137,13 +154,9 @@ export class ToolPipeline {
     call.arguments = args as Record<string, unknown>;
     const context = this.prepare(session, toolName, args);
     const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'fresh'));
-    if (admission.kind === 'final') {
-      const outcome = admission.outcome;
-      if (outcome.status === 'pending-approval' && options.approvalWaitMs)
-        return this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
-      return outcome;
-    }
-    return this.proceed(admission.session, call, admission.decision, context, options, receivedAt);
+    const outcome = admission.kind === 'final' ? admission.outcome : await this.proceed(admission.session, call, admission.decision, context, options, receivedAt, 'fresh');
+    if (outcome.status === 'pending-approval' && options.approvalWaitMs) return this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
+    return outcome;
   }
 
   /**
@@ -166,8 +179,10 @@ export class ToolPipeline {
       branches: 0,
       access: 'none',
       env: {},
+      desktop: NO_DESKTOP_CONTEXT,
     };
     if (tool === 'snapshot') return base;
+    if (isDesktopTool(tool)) return { ...base, desktop: unseenDesktopContext({ tool, arguments: args as Record<string, unknown> }) };
     if (tool === 'fork') return { ...base, branches: (args as ToolArguments<'fork'>).count };
     if (tool === 'exec') {
       const exec = args as ToolArguments<'exec'>;
@@ -190,7 +205,8 @@ export class ToolPipeline {
   /**
    * After admission: a file call wakes the machine (an audited step of this
    * call) to resolve its path in the sandbox, and a path that resolves
-   * elsewhere is authorized again; then the call executes and completes.
+   * elsewhere is authorized again; a desktop call looks at the screen and is
+   * decided again on it; then the call executes and completes.
    */
   private async proceed(
     session: SessionRecord,
@@ -199,15 +215,29 @@ export class ToolPipeline {
     context: AuthorizationContext,
     options: CallOptions,
     receivedAt: Date,
+    origin: 'fresh' | 'approved',
   ): Promise<ToolCallOutcome> {
     const wake = { reason: 'call' as const, callId: call.id, tool: call.tool };
     let final = context;
+    let decided = decision;
     if (isFileTool(call.tool)) {
       const resolved = await this.resolvePath(session, call, context, wake);
       if (resolved.kind === 'refused') return resolved.outcome;
       final = resolved.context;
     }
-    return this.execute(session, call, decision, final, options, receivedAt, wake);
+    if (isDesktopTool(call.tool)) {
+      let screened: Awaited<ReturnType<DesktopScreening['screen']>>;
+      try {
+        screened = await this.screening.screen(session, call, decision, context, origin, wake);
+      } catch (error) {
+        await this.fail(call, error, 'observing-screen');
+        throw toAirlockError(error, 'DRIVER_FAILED');
+      }
+      if (screened.kind === 'final') return screened.outcome;
+      final = screened.context;
+      decided = screened.decision;
+    }
+    return this.execute(session, call, decided, final, options, receivedAt, wake);
   }
 
   private async resolvePath(
@@ -222,7 +252,7 @@ export class ToolPipeline {
     try {
       canonical = await this.deps.executor.canonicalPath(session, context.path, followLast, wake);
     } catch (error) {
-      await this.fail(call, error, true);
+      await this.fail(call, error, 'resolving-path');
       throw toAirlockError(error, 'DRIVER_FAILED');
     }
     const resolved = { ...context, path: canonical };
@@ -274,9 +304,11 @@ export class ToolPipeline {
   ): Promise<ToolCallOutcome> {
     let ran: Awaited<ReturnType<ToolExecutor['run']>>;
     try {
-      ran = await this.deps.executor.run(session, call.tool, call.arguments, context, options, receivedAt, wake);
+      // A desktop action waiting for a person to hand the desktop back says so in the audit log.
+      const onWaiting = (reason: 'TAKEOVER') => void this.write((tx) => appendCallRecord(this.deps.audit, tx, 'tool-call.waiting', call, { reason })).catch(() => undefined);
+      ran = await this.deps.executor.run(session, call, context, { ...options, onWaiting }, receivedAt, wake);
     } catch (error) {
-      await this.fail(call, error, false);
+      await this.fail(call, error);
       throw toAirlockError(error, 'DRIVER_FAILED');
     }
     const { result, timing, failed } = ran;
@@ -295,14 +327,14 @@ export class ToolPipeline {
   }
 
   /** Records a call that failed after admission (in the sandbox, or resolving its path). */
-  private async fail(call: ToolCall, error: unknown, beforeStart: boolean): Promise<void> {
+  private async fail(call: ToolCall, error: unknown, stage?: 'resolving-path' | 'observing-screen'): Promise<void> {
     const failure = toAirlockError(error, 'DRIVER_FAILED');
     await this.write(async (tx) => {
       const tripped = await this.finish(tx, call, true);
       await appendCallRecord(this.deps.audit, tx, 'tool-call.failed', call, {
         code: failure.code,
         message: failure.message,
-        ...(beforeStart ? { stage: 'resolving-path' } : {}),
+        ...(stage ? { stage } : {}),
       });
       await tripped();
     }).catch(() => undefined);
@@ -325,14 +357,7 @@ export class ToolPipeline {
   }
 
   /** One transaction; a store that cannot write stops the call (fail closed). */
-  private async write<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    try {
-      return await this.deps.store.transaction(work);
-    } catch (error) {
-      if (error instanceof AirlockError && error.code !== 'INTERNAL') throw error;
-      throw new AirlockError('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so the call does not run; check the data dir disk (or the database)', {
-        cause: error,
-      });
-    }
+  private write<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return auditedWrite(this.deps.store, work);
   }
 }

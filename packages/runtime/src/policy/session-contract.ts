@@ -16,6 +16,7 @@ import { decodeContractText } from './contract-text.js';
 export type {
   ContractBudgets,
   ContractCredential,
+  ContractDesktop,
   ContractExec,
   ContractIdentity,
   ContractIdle,
@@ -154,6 +155,7 @@ export const sessionContractSchema = z.strictObject({
       }
     }),
   perCall: z.strictObject({ maxSeconds: int(1, 86_400).default(600) }).prefault({}),
+  desktop: z.strictObject({ width: int(320, 7680).default(1280), height: int(200, 4320).default(800) }).prefault({}),
   retention: z.strictObject({ snapshotDays: int(1, 3650).optional() }).prefault({}),
   enforcement: z.enum(['enforce', 'log-only']).default('enforce'),
   policies: z.array(z.unknown()).max(MAX_POLICIES).optional(),

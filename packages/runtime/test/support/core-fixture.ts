@@ -26,6 +26,8 @@ import type { SessionDisks } from '../../src/core/session-disks.js';
 import type { ImageCatalog, ImageRecord } from '../../src/core/image-catalog.js';
 import { randomBytes } from 'node:crypto';
 import { AirlockError } from '../../src/core/errors.js';
+import type { DesktopTools } from '../../src/core/desktop-tools.js';
+import type { ThumbnailStore } from '../../src/core/screen-thumbnails.js';
 import { parseContract, type SessionContract } from '../../src/policy/session-contract.js';
 
 /** Disks as plain temp directories. */
@@ -107,6 +109,17 @@ export class ScriptedAuthorizer implements Authorizer {
   }
 }
 
+/** Thumbnails kept in memory, unbounded (unit tests only). */
+export class MemoryThumbnails implements ThumbnailStore {
+  readonly files = new Map<string, Buffer>();
+  async put(sessionId: string, name: string, png: Buffer): Promise<void> {
+    this.files.set(`${sessionId}/${name}`, png);
+  }
+  async get(sessionId: string, name: string): Promise<Buffer | undefined> {
+    return this.files.get(`${sessionId}/${name}`);
+  }
+}
+
 /** A clock that stands still until moved. */
 export class ManualClock implements Clock {
   private current = Date.now();
@@ -139,6 +152,8 @@ export interface CoreFixture {
   clock: ManualClock;
   snapshots: SnapshotService;
   forks: ForkService;
+  desktop: DesktopTools;
+  thumbnails: MemoryThumbnails;
   contract(extra?: Record<string, unknown>): SessionContract;
   /** Writes a session record as a crash would have left it, bypassing the transition table (tests only). */
   forceRecord(id: string, change: Partial<SessionRecord>): Promise<SessionRecord>;
@@ -184,6 +199,7 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
     return { programs: [...new Set(words.filter(Boolean))].sort(), analysable: true, reasons: [] };
   };
   const clock = new ManualClock();
+  const thumbnails = new MemoryThumbnails();
   const core = buildCoreServices({
     store,
     audit,
@@ -191,6 +207,8 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
     disks,
     images,
     artifacts,
+    thumbnails,
+    takeoverFrameIntervalMs: 50,
     layout: { sandboxStateDir: (id) => join(dir, 'state', id) },
     authorizer,
     analyzeCommand: analyze,
@@ -217,6 +235,8 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
     clock,
     snapshots: core.snapshots,
     forks: core.forks,
+    desktop: core.desktop,
+    thumbnails,
     contract: (extra = {}) => parseContract({ version: 1, ...extra }),
     async forceRecord(id, change) {
       return store.transaction(async (tx) => {
@@ -231,6 +251,7 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
       return reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, driver, disks, artifacts });
     },
     async close() {
+      await core.takeovers.close();
       await core.approvals.close();
       await core.usage.drain();
       if (!options.store) await store.close();

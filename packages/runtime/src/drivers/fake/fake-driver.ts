@@ -22,7 +22,8 @@ import type {
 /** Answer of the fake to one exec. */
 export interface FakeExecAnswer {
   exitCode?: number;
-  stdout?: string;
+  /** text, or bytes for binary output */
+  stdout?: string | Buffer;
   stderr?: string;
 }
 
@@ -115,7 +116,7 @@ export class FakeDriver implements SandboxDriver {
   private answer(sandboxId: string, request: ExecRequest): ExecOutcome {
     this.execs.push({ sandboxId, argv: request.argv });
     const answer = this.handler(request.argv);
-    if (answer.stdout) request.onStdout?.(Buffer.from(answer.stdout));
+    if (answer.stdout) request.onStdout?.(Buffer.isBuffer(answer.stdout) ? answer.stdout : Buffer.from(answer.stdout));
     if (answer.stderr) request.onStderr?.(Buffer.from(answer.stderr));
     return { exitCode: answer.exitCode ?? 0, timedOut: false, aborted: false, durationMs: 1 };
   }

@@ -21,6 +21,7 @@ describe('tracing of tool calls', () => {
       analyzeCommand: (input) => ({ programs: input.argv ?? [], analysable: true, reasons: [] }),
       executor: fx.core.executor,
       approvals: fx.approvals,
+      desktop: fx.desktop,
       tracer: { record: (span) => spans.push(span) },
     });
   });
