@@ -57,7 +57,14 @@ export class DesktopScreening {
   constructor(private readonly deps: DesktopScreeningDeps) {}
 
   /** Observes the screen for `call` (waking the machine) and decides the call on what it shows. */
-  async screen(session: SessionRecord, call: ToolCall, decision: PolicyDecision, context: AuthorizationContext, origin: 'fresh' | 'approved', wake: WakeReason): Promise<Screening> {
+  async screen(
+    session: SessionRecord,
+    call: ToolCall,
+    decision: PolicyDecision,
+    context: AuthorizationContext,
+    origin: 'fresh' | 'approved',
+    wake: WakeReason,
+  ): Promise<Screening> {
     const { desktop, records, admission, approvals, audit } = this.deps;
     const approvedTitle = call.observed?.windowTitle;
     const observed = await desktop.observe(session, call.id, call.tool === 'desktop.act' ? 'action' : 'screenshot', wake);

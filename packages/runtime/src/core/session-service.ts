@@ -152,7 +152,8 @@ export class SessionService {
           { sandbox: handle },
         );
         // After the commit, like on-resume: a failing hook is recorded and never undoes the start.
-        if (image.startHooks !== false) await this.deps.hooks.run(handle, session.id, 'on-start', { AIRLOCK_SESSION_ID: session.id, ...startEnvironment(contract) });
+        if (image.startHooks !== false)
+          await this.deps.hooks.run(handle, session.id, 'on-start', { AIRLOCK_SESSION_ID: session.id, ...startEnvironment(contract) });
         return started;
       } catch (error) {
         const failure = toAirlockError(error, 'DRIVER_FAILED');

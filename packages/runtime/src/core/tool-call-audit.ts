@@ -35,7 +35,13 @@ export function auditArguments(call: ToolCall): Record<string, unknown> {
 
 /** What the audit keeps of the context a policy saw. */
 export function auditContext(context: AuthorizationContext): Record<string, unknown> {
-  const kept: Record<string, unknown> = { programs: context.programs, analysable: context.analysable, notes: context.analysisNotes, path: context.path, cwd: context.cwd };
+  const kept: Record<string, unknown> = {
+    programs: context.programs,
+    analysable: context.analysable,
+    notes: context.analysisNotes,
+    path: context.path,
+    cwd: context.cwd,
+  };
   if (context.desktop.action !== '') kept['windowTitle'] = context.desktop.windowTitle;
   return kept;
 }
@@ -43,7 +49,24 @@ export function auditContext(context: AuthorizationContext): Record<string, unkn
 /** What the audit keeps of a result: sizes and codes, never contents; what a lineage tool made. */
 export function auditResult(tool: ToolName, result: Record<string, unknown>): Record<string, unknown> {
   const kept: Record<string, unknown> = {};
-  for (const key of ['exitCode', 'timedOut', 'aborted', 'stdoutBytes', 'stderrBytes', 'bytes', 'replacements', 'entries', 'created', 'failed', 'width', 'height', 'sha256', 'thumbnail', 'pointer', 'waitedMs']) {
+  for (const key of [
+    'exitCode',
+    'timedOut',
+    'aborted',
+    'stdoutBytes',
+    'stderrBytes',
+    'bytes',
+    'replacements',
+    'entries',
+    'created',
+    'failed',
+    'width',
+    'height',
+    'sha256',
+    'thumbnail',
+    'pointer',
+    'waitedMs',
+  ]) {
     if (result[key] !== undefined) kept[key] = result[key];
   }
   // What a lineage tool made: the audit trail must lead to the snapshot and to every branch.
@@ -76,6 +99,8 @@ export async function auditedWrite<T>(store: Store, work: (tx: StoreTransaction)
     return await store.transaction(work);
   } catch (error) {
     if (error instanceof AirlockError && error.code !== 'INTERNAL') throw error;
-    throw new AirlockError('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so the call does not run; check the data dir disk (or the database)', { cause: error });
+    throw new AirlockError('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so the call does not run; check the data dir disk (or the database)', {
+      cause: error,
+    });
   }
 }

@@ -154,7 +154,8 @@ export class ToolPipeline {
     call.arguments = args as Record<string, unknown>;
     const context = this.prepare(session, toolName, args);
     const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'fresh'));
-    const outcome = admission.kind === 'final' ? admission.outcome : await this.proceed(admission.session, call, admission.decision, context, options, receivedAt, 'fresh');
+    const outcome =
+      admission.kind === 'final' ? admission.outcome : await this.proceed(admission.session, call, admission.decision, context, options, receivedAt, 'fresh');
     if (outcome.status === 'pending-approval' && options.approvalWaitMs) return this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
     return outcome;
   }
@@ -305,7 +306,8 @@ export class ToolPipeline {
     let ran: Awaited<ReturnType<ToolExecutor['run']>>;
     try {
       // A desktop action waiting for a person to hand the desktop back says so in the audit log.
-      const onWaiting = (reason: 'TAKEOVER') => void this.write((tx) => appendCallRecord(this.deps.audit, tx, 'tool-call.waiting', call, { reason })).catch(() => undefined);
+      const onWaiting = (reason: 'TAKEOVER') =>
+        void this.write((tx) => appendCallRecord(this.deps.audit, tx, 'tool-call.waiting', call, { reason })).catch(() => undefined);
       ran = await this.deps.executor.run(session, call, context, { ...options, onWaiting }, receivedAt, wake);
     } catch (error) {
       await this.fail(call, error);
