@@ -21,7 +21,13 @@ if [ "$need_apt" -eq 1 ]; then
     fi
   fi
   if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    echo 'deb http://deb.debian.org/debian bookworm-backports main' | as_root tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
+    # The mirror this machine's apt already uses (a one-line sources.list); Airlock names none of its own.
+    mirror=$(sed -n -E 's/^deb +(\[[^]]*\] +)?([^ ]+) +bookworm +.*/\2/p' /etc/apt/sources.list 2>/dev/null | head -n1)
+    if [ -z "$mirror" ]; then
+      echo "setup: no Debian mirror found in /etc/apt sources; add bookworm-backports to apt's sources yourself, then rerun" >&2
+      exit 1
+    fi
+    echo "deb $mirror bookworm-backports main" | as_root tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
   fi
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null
@@ -36,6 +42,16 @@ if ! command -v chromium >/dev/null 2>&1; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+
+# The microvm sandbox driver (\`sandbox: microvm\`): QEMU's microvm machine, gcc and libc6-dev to build its
+# static guest agent, lz4 to unpack the guest kernel; Debian's cloud kernel is downloaded (never installed)
+# into the cache by fetch-microvm-kernel.sh.
+if ! command -v qemu-system-x86_64 >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1 || ! command -v lz4 >/dev/null 2>&1 || [ ! -f /usr/lib/x86_64-linux-gnu/libc.a ]; then
+  echo "setup: installing qemu-system-x86, gcc, libc6-dev, lz4 (for microvm sessions)" >&2
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 gcc libc6-dev lz4 >/dev/null
+fi
+as_root bash scripts/fetch-microvm-kernel.sh
 
 if [ ! -d node_modules/better-sqlite3/build ] || [ ! -d node_modules/fastify ]; then
   echo "setup: npm install (builds better-sqlite3 from source, ~1-2 min)" >&2

@@ -36,7 +36,8 @@ export function registerHostCommands(program: Command): void {
     .option('--log', 'log every request')
     .option('--allowed-origin <url>', 'let web pages of this origin call the server (repeatable; also AIRLOCK_ALLOWED_ORIGINS, comma-separated)', collect, [])
     .option('--allowed-host <name>', 'accept this name (NAME or NAME:PORT) in the Host header, e.g. behind a reverse proxy (repeatable; also AIRLOCK_ALLOWED_HOSTS)', collect, [])
-    .action(async (options: { dataDir: string; listen: string; store?: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[] }) => {
+    .option('--objects <s3-url>', 'keep snapshots and suspended disks in object storage, s3://BUCKET[/prefix] (endpoint, region, credentials: AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)', process.env['AIRLOCK_OBJECTS_URL'])
+    .action(async (options: { dataDir: string; listen: string; store?: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[]; objects?: string }) => {
       const { host, port } = await parseListen(options.listen);
       const { startServer, redactUrl } = await runtime();
       const storeUrl = options.store ?? process.env['AIRLOCK_STORE_URL'];
@@ -48,9 +49,11 @@ export function registerHostCommands(program: Command): void {
         allowedOrigins: options.allowedOrigin,
         allowedHosts: options.allowedHost,
         ...(storeUrl ? { storeUrl } : {}),
+        ...(options.objects ? { objects: options.objects } : {}),
       });
       const r = server.reconciled;
-      process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root}, store ${storeUrl ? redactUrl(storeUrl) : 'SQLite in the data dir'}, server ${server.serverId})\n`);
+      process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root}, store ${storeUrl ? redactUrl(storeUrl) : 'SQLite in the data dir'}, node ${server.nodeId})\n`);
+      if (server.objects) process.stderr.write(`airlock: snapshots in object storage ${server.objects.description}\n`);
       if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);
       process.stderr.write(`airlock: export AIRLOCK_URL=${server.url} AIRLOCK_TOKEN=${server.token}\n`);
       if (r.adopted.length + r.rolledBack.length + r.completed.length + r.failed.length + r.orphansRemoved.length > 0) {
@@ -127,7 +130,7 @@ export function registerHostCommands(program: Command): void {
     .requiredOption('--to <url>', 'the PostgreSQL database (postgres://USER@HOST:PORT/DB)')
     .option('--json', 'print the report as JSON')
     .action(async (options: { dataDir: string; to: string; json?: boolean }) => {
-      const { copyStore, openAuditLog, openDataDir, loadOrCreateServerId, runningServerPid, recordPostgresStore, SqliteStore, PostgresStore, isPostgresUrl, redactUrl, AirlockError } = await runtime();
+      const { copyStore, openAuditLog, openDataDir, loadOrCreateNodeId, runningServerPid, recordPostgresStore, SqliteStore, PostgresStore, isPostgresUrl, redactUrl, AirlockError } = await runtime();
       if (!isPostgresUrl(options.to)) throw new AirlockError('INVALID_ARGUMENTS', `--to takes a PostgreSQL URL such as postgres://airlock@127.0.0.1:5432/airlock (got ${JSON.stringify(options.to)})`);
       const layout = openDataDir(options.dataDir);
       const pid = runningServerPid(layout);
@@ -137,7 +140,7 @@ export function registerHostCommands(program: Command): void {
         const { audit, anchor } = await openAuditLog(layout, source);
         const target = await PostgresStore.open(options.to, { listen: false });
         try {
-          const report = await copyStore(source, target, { audit, owner: loadOrCreateServerId(layout) });
+          const report = await copyStore(source, target, { audit, owner: loadOrCreateNodeId(layout) });
           const bad = report.verified.filter((chain) => !chain.result.ok);
           if (options.json) printJson(report);
           else {

@@ -19,7 +19,7 @@ function printSession(session: SessionInfo, json: boolean): void {
     ['image', `${session.image.name} (${session.image.digest.slice(0, 19)})`],
     ['tenant / principal', `${session.tenant} / ${session.principal}`],
     ['contract version', String(session.contractVersion)],
-    ['sandbox', session.sandboxId ?? '-'],
+    ['sandbox', `${String(session['sandbox'] ?? 'gvisor')} ${session.sandboxId ?? '(no machine now)'}`],
     ['lineage', session.lineage ? `fork #${session.lineage.branchIndex} of ${session.lineage.parentSessionId} at ${session.lineage.snapshotId}` : '-'],
     ['failure', session.failure ? `${session.failure.code}: ${session.failure.message}` : '-'],
     ['breaker', session.guard.tripped ? `tripped after ${session.guard.tripped.count} identical failures` : 'ok'],
@@ -56,9 +56,10 @@ export function registerSessionCommands(program: Command): void {
     .option('--image <name>', 'image to start from')
     .option('--contract <file>', 'session contract (JSON or YAML)')
     .option('--mode <mode>', 'machine (default) or per-call')
+    .option('--sandbox <driver>', 'gvisor (default) or microvm (a VM with its own guest kernel)')
     .option('--idle-timeout <seconds>', 'suspend the machine after this many idle seconds (it pauses after a quarter of them)', (value) => Number.parseInt(value, 10))
     .option('--json', 'print the session as JSON')
-    .action(async (options: { image?: string; contract?: string; mode?: 'machine' | 'per-call'; idleTimeout?: number; json?: boolean }) => {
+    .action(async (options: { image?: string; contract?: string; mode?: 'machine' | 'per-call'; sandbox?: string; idleTimeout?: number; json?: boolean }) => {
       let contract: unknown;
       if (options.contract) {
         const text = readFileSync(options.contract, 'utf8');
@@ -70,6 +71,7 @@ export function registerSessionCommands(program: Command): void {
         ...(options.image === undefined ? {} : { image: options.image }),
         ...(contract === undefined ? {} : { contract }),
         ...(options.mode === undefined ? {} : { mode: options.mode }),
+        ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
         ...(options.idleTimeout === undefined ? {} : { idleTimeoutSeconds: options.idleTimeout }),
       });
       if (options.json) printJson(sandbox.info);

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync, renameSync, chmodSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 
 /** Paths inside a data dir. */
@@ -12,6 +12,8 @@ export interface DataDirLayout {
   root: string;
   database: string;
   tokenFile: string;
+  /** this installation's identity: the owner of the sessions it creates, and of its uploads to a shared bucket */
+  nodeIdFile: string;
   images: string;
   disks: string;
   sandboxes: string;
@@ -20,8 +22,6 @@ export interface DataDirLayout {
   auditKey: string;
   /** chain heads kept outside the database */
   auditHeads: string;
-  /** this data dir's server id: the owner of the sessions it creates */
-  serverId: string;
   /** the pid of the server running on this data dir, while it runs */
   pidFile: string;
   /** which store holds this data dir's sessions (written when a server first uses PostgreSQL) */
@@ -49,6 +49,7 @@ export function openDataDir(root: string): DataDirLayout {
     root: abs,
     database: join(abs, 'airlock.db'),
     tokenFile: join(abs, 'token'),
+    nodeIdFile: join(abs, 'node-id'),
     // images may be shared by several data dirs (e.g. test installations): AIRLOCK_IMAGES_DIR
     images: process.env['AIRLOCK_IMAGES_DIR'] ? resolve(process.env['AIRLOCK_IMAGES_DIR']) : join(abs, 'images'),
     disks: join(abs, 'disks'),
@@ -56,7 +57,6 @@ export function openDataDir(root: string): DataDirLayout {
     snapshots: join(abs, 'snapshots'),
     auditKey: process.env['AIRLOCK_AUDIT_KEY_FILE'] ? resolve(process.env['AIRLOCK_AUDIT_KEY_FILE']) : join(abs, 'audit.key'),
     auditHeads: join(abs, 'audit-heads.log'),
-    serverId: join(abs, 'server-id'),
     pidFile: join(abs, 'server.pid'),
     storeFile: join(abs, 'store.json'),
     thumbnails: join(abs, 'thumbnails'),
@@ -79,20 +79,6 @@ export function loadOrCreateToken(layout: DataDirLayout, fromEnv = process.env['
   chmodSync(`${layout.tokenFile}.tmp`, 0o600);
   renameSync(`${layout.tokenFile}.tmp`, layout.tokenFile);
   return { token, created: true };
-}
-
-/** The data dir's server id (`srv_…`), made on first use: sessions created by a server belong to it. */
-export function loadOrCreateServerId(layout: DataDirLayout): string {
-  try {
-    const stored = readFileSync(layout.serverId, 'utf8').trim();
-    if (/^srv_[A-Za-z0-9]{8,64}$/.test(stored)) return stored;
-  } catch {
-    // none yet
-  }
-  const id = `srv_${randomBytes(12).toString('hex')}`;
-  writeFileSync(`${layout.serverId}.tmp`, `${id}\n`, { mode: 0o600 });
-  renameSync(`${layout.serverId}.tmp`, layout.serverId);
-  return id;
 }
 
 /** The PostgreSQL database this data dir's sessions were moved to (its URL without password), if any. */
@@ -137,4 +123,19 @@ export function readStoredToken(root: string = defaultDataDir()): string | undef
   } catch {
     return undefined;
   }
+}
+
+/** The data dir's node id: made once (`node-<hostname>-<random>`) and kept, so that a restarted node knows its own leftovers. */
+export function loadOrCreateNodeId(layout: DataDirLayout): string {
+  try {
+    const stored = readFileSync(layout.nodeIdFile, 'utf8').trim();
+    if (/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(stored)) return stored;
+  } catch {
+    // none yet
+  }
+  const host = hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 40) || 'host';
+  const id = `node-${host}-${randomBytes(4).toString('hex')}`;
+  writeFileSync(`${layout.nodeIdFile}.tmp`, `${id}\n`);
+  renameSync(`${layout.nodeIdFile}.tmp`, layout.nodeIdFile);
+  return id;
 }

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import {
   openDataDir,
   loadOrCreateToken,
-  loadOrCreateServerId,
+  loadOrCreateNodeId,
   defaultCacheDir,
   recordedPostgresStore,
   recordPostgresStore,
@@ -19,6 +19,13 @@ import { SqliteStore } from './stores/sqlite/sqlite-store.js';
 import { redactUrl } from './stores/postgres/postgres-store.js';
 import { openStore } from './stores/open-store.js';
 import { GvisorDriver } from './drivers/gvisor/index.js';
+import { QemuMicrovmDriver } from './drivers/qemu/index.js';
+import { SandboxDrivers } from './core/sandbox-drivers.js';
+import type { SnapshotArtifacts } from './core/snapshot-artifacts.js';
+import { parseObjectStorageUrl, type ObjectStorageLocation } from './objects/object-storage-url.js';
+import { S3ObjectStore } from './objects/s3-object-store.js';
+import { ObjectSnapshotArtifacts } from './objects/object-snapshot-artifacts.js';
+import type { DiskImages } from './objects/disk-images.js';
 import { LoopDisks } from './storage/loop-disks.js';
 import { SnapshotDirectory } from './storage/snapshot-directory.js';
 import { AuditHeadFile } from './storage/audit-head-file.js';
@@ -74,8 +81,10 @@ export interface ServeOptions {
   logger?: boolean;
   /** OTLP/HTTP traces endpoint (default AIRLOCK_OTLP_ENDPOINT; none: no tracing) */
   otlpEndpoint?: string;
-  /** replaceable for tests */
+  /** replaceable for tests: the only driver, instead of gvisor (default) and microvm */
   driver?: SandboxDriver;
+  /** replaceable for tests: every driver, the first the default */
+  drivers?: SandboxDriver[];
   disks?: SessionDisks;
   images?: ImageCatalog;
   /** largest fork; default $AIRLOCK_MAX_FORK_BRANCHES, else 64 */
@@ -84,6 +93,13 @@ export interface ServeOptions {
   idleTickMs?: number;
   /** egress gateway settings; default: the file named by $AIRLOCK_EGRESS_CONFIG, if any */
   egress?: EgressConfig;
+  /**
+   * object storage for snapshots and suspended disks, `s3://BUCKET[/prefix]` (default
+   * $AIRLOCK_OBJECTS_URL; endpoint, region and credentials from the AWS environment); none: this host only
+   */
+  objects?: string;
+  /** how often unreferenced chunks are collected; default $AIRLOCK_OBJECTS_COLLECT_SECONDS, else 600 s */
+  collectIntervalMs?: number;
   /** the built web console; default: packages/console/dist/web */
   consoleDir?: string;
   /** lifetime of a console login; default $AIRLOCK_CONSOLE_LOGIN_SECONDS, else 12 hours */
@@ -100,11 +116,13 @@ export interface RunningServer {
   token: string;
   tokenCreated: boolean;
   layout: DataDirLayout;
-  /** this data dir's server id: the owner of the sessions it creates */
-  serverId: string;
+  /** this data dir's node id: the owner of the sessions it creates */
+  nodeId: string;
   services: AirlockServices;
   reconciled: ReconcileReport;
   http: FastifyInstance;
+  /** the object-storage side of snapshots, when `objects` was given */
+  objects: ObjectSnapshotArtifacts | undefined;
   close(): Promise<void>;
 }
 
@@ -181,11 +199,30 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const allowedOrigins = [...(options.allowedOrigins ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_ORIGINS'])].map(normalizeAllowedOrigin);
   const allowedHosts = [...(options.allowedHosts ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_HOSTS'])];
   allowedHosts.forEach(parseAllowedHost);
+  // Likewise a bad --objects, AWS environment or unreachable bucket is refused before the data dir is touched.
+  const objectsUrl = options.objects ?? process.env['AIRLOCK_OBJECTS_URL'];
+  const objectStore = objectsUrl ? await connectObjectStore(parseObjectStorageUrl(objectsUrl)) : undefined;
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
-  const serverId = loadOrCreateServerId(layout);
-  const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes });
-  await driver.checkHost();
+  const nodeId = loadOrCreateNodeId(layout);
+  const drivers = new SandboxDrivers(
+    options.drivers ??
+      (options.driver
+        ? [options.driver]
+        : [
+            new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes }),
+            new QemuMicrovmDriver({ stateRoot: join(layout.root, 'microvm'), cacheDir: defaultCacheDir(), sandboxesDir: layout.sandboxes }),
+          ]),
+  );
+  // The default driver must work; another one that does not is reported, and its sessions fail with the cause.
+  await drivers.default.checkHost();
+  for (const driver of drivers.all().slice(1)) {
+    await driver.checkHost().catch((error: unknown) => {
+      process.stderr.write(
+        `airlock: the ${driver.name} sandbox driver is unavailable, sessions asking for it will fail: ${error instanceof Error ? error.message : String(error)}\n`,
+      );
+    });
+  }
   const storeUrl = options.storeUrl ?? process.env['AIRLOCK_STORE_URL'];
   const store = await openStore({ url: storeUrl, sqlitePath: layout.database });
   const opened = await checkStoreOfDataDir(layout, store, storeUrl)
@@ -199,8 +236,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const activity = new ActivityFeed();
   const untap = tapAuditAppends(store, (record) => activity.publish({ kind: 'audit', record }));
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
+  const objects = objectStore ? openObjectStorage(objectStore, layout, disks, nodeId) : undefined;
   const images = options.images ?? openImageCatalog(layout);
-  const artifacts = new SnapshotDirectory(layout.snapshots);
+  const artifacts: SnapshotArtifacts = objects ?? new SnapshotDirectory(layout.snapshots);
   const thumbnails = new ThumbnailDirectory(layout.thumbnails);
   const authorizer = new ContractAuthorizer();
   const report = (what: string, error: unknown) => process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
@@ -244,7 +282,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const core = buildCoreServices({
     store,
     audit,
-    driver,
+    drivers,
     disks,
     images,
     artifacts,
@@ -252,7 +290,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     layout: { sandboxStateDir: (sandboxId) => join(layout.sandboxes, sandboxId) },
     authorizer,
     analyzeCommand,
-    owner: serverId,
+    owner: nodeId,
     networks,
     tracer,
     maxForkBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
@@ -263,12 +301,15 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   }
   // Sessions from before owners existed: an embedded store only ever had this data dir's.
   if (store.kind === 'sqlite') await core.records.claimUnowned();
-  const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, driver, disks, artifacts });
+  const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, drivers, specs: core.specs, disks, artifacts });
   await core.approvals.resumeAfterRestart();
   // A backstop for a decision whose notification never arrived.
   core.approvals.startSweeping(30_000);
-  const live = (await store.listSessions({ owner: serverId })).filter((session) => session.state !== 'terminated' && session.state !== 'failed');
+  const live = (await store.listSessions({ owner: nodeId })).filter((session) => session.state !== 'terminated' && session.state !== 'failed');
   await networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
+  // What an earlier life of this node (or a dead one) left is collected now, not at the first tick.
+  objects?.collectInBackground();
+  objects?.startCollector(options.collectIntervalMs ?? (Number.parseInt(process.env['AIRLOCK_OBJECTS_COLLECT_SECONDS'] ?? '', 10) || 600) * 1000);
   const retention = core.snapshots.startRetentionSweeper(60_000, (error) => report('snapshot retention sweep', error));
   // A short tick: the pause depth is meant to follow idleness within a fraction of a second.
   const sleeper = new IdleSleeper(core.sessions, {
@@ -332,8 +373,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     token,
     tokenCreated: created,
     layout,
-    serverId,
+    nodeId,
     services,
+    objects,
     reconciled,
     http,
     async close() {
@@ -347,9 +389,46 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await tracer?.flush();
       // Sandboxes keep running, with no way out until the next start reopens their gateways (fail closed).
       await gateway.closeAll();
+      await objects?.close();
+      for (const driver of drivers.all()) await driver.close?.();
       await store.close();
       anchor.close();
       rmSync(layout.pidFile, { force: true });
     },
   };
+}
+
+/** The bucket, checked reachable now: a bad setting fails the start before anything is created. */
+async function connectObjectStore(location: ObjectStorageLocation): Promise<S3ObjectStore> {
+  const store = new S3ObjectStore(location);
+  try {
+    await store.check();
+  } catch (error) {
+    store.close();
+    throw error;
+  }
+  return store;
+}
+
+/** Snapshot artifacts in object storage, the data dir's snapshot directory as their cache. */
+function openObjectStorage(store: S3ObjectStore, layout: DataDirLayout, disks: SessionDisks, nodeId: string): ObjectSnapshotArtifacts {
+  if (!isDiskImages(disks)) {
+    store.close();
+    throw new AirlockError(
+      'INVALID_ARGUMENTS',
+      '--objects needs session disks whose images can be read and written (the loop-mounted disks of `airlock serve`)',
+    );
+  }
+  return new ObjectSnapshotArtifacts({
+    local: new SnapshotDirectory(layout.snapshots),
+    objects: store,
+    disks,
+    owner: nodeId,
+    onError: (error) => process.stderr.write(`airlock: object storage ${store.description}: ${error instanceof Error ? error.message : String(error)}\n`),
+  });
+}
+
+function isDiskImages(disks: SessionDisks): disks is SessionDisks & DiskImages {
+  const candidate = disks as Partial<DiskImages>;
+  return typeof candidate.readImage === 'function' && typeof candidate.createFromImage === 'function' && typeof candidate.savedIn === 'function';
 }

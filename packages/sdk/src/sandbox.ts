@@ -20,6 +20,8 @@ export interface SandboxCreateOptions extends ConnectionOptions {
   /** session contract: an object, or JSON/YAML text */
   contract?: unknown;
   mode?: 'machine' | 'per-call';
+  /** sandbox driver: `gvisor` (default) or `microvm`, a VM with its own guest kernel */
+  sandbox?: string;
   idleTimeoutSeconds?: number;
 }
 
@@ -58,6 +60,7 @@ export class Sandbox {
     if (options.image !== undefined) body['image'] = options.image;
     if (options.contract !== undefined) body['contract'] = options.contract;
     if (options.mode !== undefined) body['mode'] = options.mode;
+    if (options.sandbox !== undefined) body['sandbox'] = options.sandbox;
     if (options.idleTimeoutSeconds !== undefined) body['idleTimeoutSeconds'] = options.idleTimeoutSeconds;
     const { body: info } = await connection.json<SessionInfo>('POST', '/v1/sessions', body);
     return new Sandbox(connection, info);

@@ -176,12 +176,15 @@ describe('hostile: resource exhaustion stays inside the session', { timeout: 900
     });
     assert.match(first, /^HTTP\/1\.1 200/, `control: the streamed exec started: ${first.slice(0, 200)}`);
     // Either the server reads it all (then the command finishes and the server holds what the client did not
-    // read), or it stops reading when the client does (then the command stalls): watch the server until one happens.
+    // read), or it stops reading when the client does (then the command stalls), or it gives up on the client
+    // and stops the command (then the flooding process is gone without finishing): watch until one happens.
     let lastWritten = -1;
     // (Probes that succeed: a poll of failing calls would trip the session's runaway breaker.)
     const settled = waitFor(async () => {
       const probe = (await api.sh(flood, 'if [ -e /workspace/slow-reader.txt ]; then echo finished; else for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = head ] && sed -n "s/^wchar: //p" $p/io; done; fi; true')).trim();
       if (probe === 'finished') return 'finished';
+      // The stream began with head's output, so head existed: gone now without the marker means it was stopped.
+      if (probe === '') return 'stopped';
       const written = Number(probe || -1);
       const stalled = written > 0 && written === lastWritten;
       lastWritten = written;

@@ -84,6 +84,8 @@ export interface TestInstallationOptions {
   store?: TestStore;
   /** the data dir (default: a fresh one) */
   dataDir?: string;
+  /** added to `airlock serve`'s command line (e.g. --objects) */
+  serveArgs?: string[];
 }
 
 /** A server process and the CLI pointed at it. */
@@ -99,16 +101,19 @@ export class TestInstallation {
   private readonly extraEnv: Record<string, string>;
   /** the database this installation made, dropped with it */
   private ownDatabase: TestDatabase | undefined;
+  /** extra arguments of `airlock serve` (e.g. --objects) */
+  private readonly serveArgs: string[];
 
-  private constructor(dataDir: string, extraEnv: Record<string, string> = {}) {
+  private constructor(dataDir: string, extraEnv: Record<string, string> = {}, serveArgs: string[] = []) {
     this.dataDir = dataDir;
     this.extraEnv = extraEnv;
+    this.serveArgs = serveArgs;
   }
 
   /** Starts a server on a fresh (or the given) data dir. */
   static async start(options: TestInstallationOptions = {}): Promise<TestInstallation> {
     await ensureTestImage();
-    const installation = new TestInstallation(options.dataDir ?? mkdtempSync('/var/tmp/airlock-e2e-'), options.env);
+    const installation = new TestInstallation(options.dataDir ?? mkdtempSync('/var/tmp/airlock-e2e-'), options.env, options.serveArgs);
     const store = options.store ?? defaultTestStore();
     if (store === 'postgres') {
       installation.ownDatabase = await createTestDatabase('e2e');
@@ -163,7 +168,7 @@ export class TestInstallation {
   /** (Re)starts the server process on the same data dir and waits until it answers. */
   async startServer(): Promise<void> {
     this.log = '';
-    const args = ['serve', '--data-dir', this.dataDir, '--listen', `127.0.0.1:${this.port}`, ...(this.storeUrl ? ['--store', this.storeUrl] : [])];
+    const args = ['serve', '--data-dir', this.dataDir, '--listen', `127.0.0.1:${this.port}`, ...(this.storeUrl ? ['--store', this.storeUrl] : []), ...this.serveArgs];
     const child = spawn(process.execPath, [AIRLOCK_BIN, ...args], {
       env: this.env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -55,6 +55,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
             image: { type: 'string' },
             contract: { description: 'session contract (object, or JSON/YAML text)' },
             mode: { type: 'string', enum: ['machine', 'per-call'] },
+            sandbox: { type: 'string', description: 'sandbox driver: gvisor (default) or microvm; overrides nothing: a contract naming another is refused' },
             idleTimeoutSeconds: { type: 'integer', minimum: 1 },
           },
         },

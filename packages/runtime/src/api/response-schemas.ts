@@ -47,6 +47,8 @@ const session = z.object({
   id: z.string(),
   state: z.enum(['creating', 'running', 'paused', 'suspended', 'terminated', 'failed']),
   mode: z.enum(['machine', 'per-call']),
+  /** the sandbox driver of the session's machines: gvisor or microvm */
+  sandbox: z.string(),
   pendingOperation: z.string().nullable(),
   image: z.object({ name: z.string(), digest: z.string() }),
   tenant: z.string(),

@@ -5,6 +5,7 @@
 import type { SessionRecord } from '../core/session.js';
 import { secondsBetween } from '../core/clock.js';
 import { idlePolicyOf } from '../core/idle-sleeper.js';
+import { LEGACY_DRIVER_NAME } from '../core/sandbox-drivers.js';
 
 /** The public view of a session. */
 export function sessionView(session: SessionRecord, now: Date = new Date()): Record<string, unknown> {
@@ -19,6 +20,8 @@ export function sessionView(session: SessionRecord, now: Date = new Date()): Rec
     id: session.id,
     state: session.state,
     mode: session.mode,
+    /** the sandbox driver of its machines; records from before drivers were named are gvisor's */
+    sandbox: session.driver ?? LEGACY_DRIVER_NAME,
     pendingOperation: session.pendingOperation,
     image: { name: session.imageName, digest: session.imageDigest },
     tenant: session.tenant,

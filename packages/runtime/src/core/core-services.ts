@@ -1,6 +1,6 @@
 /**
  * The core's services, built from the ports the composition root hands in
- * (store, driver, disks, images, artifacts, authorizer…). This only connects
+ * (store, drivers, disks, images, artifacts, authorizer…). This only connects
  * core objects to each other, each to the few it needs and none back to the
  * one that uses it; which adapters fill the ports is decided in server.ts
  * (and in tests).
@@ -14,7 +14,7 @@ import type { ImageCatalog } from './image-catalog.js';
 import { LifecycleHooks } from './lifecycle-hooks.js';
 import { LineageTools } from './lineage-tools.js';
 import { MachineHibernation } from './machine-hibernation.js';
-import type { SandboxDriver } from './sandbox-driver.js';
+import type { SandboxDrivers } from './sandbox-drivers.js';
 import { SandboxSpecs, type SessionLayout } from './sandbox-specs.js';
 import type { SessionDisks } from './session-disks.js';
 import { SessionLocks } from './session-locks.js';
@@ -39,7 +39,8 @@ import type { ThumbnailStore } from './screen-thumbnails.js';
 export interface CorePorts {
   store: Store;
   audit: AuditLog;
-  driver: SandboxDriver;
+  /** the sandbox drivers sessions may run on (the first is the default) */
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   images: ImageCatalog;
   artifacts: SnapshotArtifacts;
@@ -70,6 +71,7 @@ export interface CoreServices {
   usage: UsageMeter;
   hooks: LifecycleHooks;
   disposal: SnapshotDisposal;
+  specs: SandboxSpecs;
   sessions: SessionService;
   approvals: ApprovalService;
   snapshots: SnapshotService;
@@ -84,19 +86,19 @@ export interface CoreServices {
 
 /** Builds the core's services over `ports`. */
 export function buildCoreServices(ports: CorePorts): CoreServices {
-  const { store, audit, driver, disks, images, artifacts } = ports;
+  const { store, audit, drivers, disks, images, artifacts } = ports;
   const clock = ports.clock ?? systemClock;
   const lineageClock = ports.lineageClock ?? clock;
   const records = new SessionRecords({ store, audit, clock, owner: ports.owner });
   const locks = new SessionLocks();
-  const usage = new UsageMeter({ records, driver, disks, locks, clock, onError: (sessionId, error) => ports.onError?.(`metering of ${sessionId}`, error) });
-  const hooks = new LifecycleHooks({ driver, store, audit });
-  const specs = new SandboxSpecs({ disks, layout: ports.layout, networks: ports.networks });
+  const usage = new UsageMeter({ records, drivers, disks, locks, clock, onError: (sessionId, error) => ports.onError?.(`metering of ${sessionId}`, error) });
+  const hooks = new LifecycleHooks({ drivers, store, audit });
+  const specs = new SandboxSpecs({ drivers, disks, images, layout: ports.layout, networks: ports.networks });
   const disposal = new SnapshotDisposal({ store, audit, artifacts, clock: lineageClock });
   const hibernation = new MachineHibernation({
     store,
     records,
-    driver,
+    drivers,
     disks,
     images,
     artifacts,
@@ -107,7 +109,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     hooks,
     usage,
   });
-  const sessions = new SessionService({ store, records, driver, disks, images, specs, hibernation, disposal, usage, locks, hooks, networks: ports.networks });
+  const sessions = new SessionService({ store, records, drivers, disks, images, specs, hibernation, disposal, usage, locks, hooks, networks: ports.networks });
   const approvals = new ApprovalService({
     store,
     audit,
@@ -115,14 +117,14 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     isManagedHere: async (sessionId) => (await records.find(sessionId))?.owner === ports.owner,
     onError: (approvalId, error) => ports.onError?.(`approved call ${approvalId}`, error),
   });
-  const snapshots = new SnapshotService({ store, audit, records, locks, driver, disks, artifacts, disposal, clock: lineageClock });
+  const snapshots = new SnapshotService({ store, audit, records, locks, drivers, disks, artifacts, disposal, clock: lineageClock });
   const forks = new ForkService({
     store,
     audit,
     records,
     locks,
     specs,
-    driver,
+    drivers,
     disks,
     images,
     artifacts,
@@ -140,8 +142,8 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     clock,
     ...(ports.takeoverFrameIntervalMs === undefined ? {} : { frameIntervalMs: ports.takeoverFrameIntervalMs }),
   });
-  const desktop: DesktopTools = new DesktopTools(sessions, driver, ports.thumbnails, takeovers);
-  const executor = new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks), desktop);
+  const desktop: DesktopTools = new DesktopTools(sessions, ports.thumbnails, takeovers);
+  const executor = new ToolExecutor(sessions, new LineageTools(snapshots, forks), desktop);
   const pipeline = new ToolPipeline({
     store,
     audit,
@@ -161,6 +163,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     usage,
     hooks,
     disposal,
+    specs,
     sessions,
     approvals,
     snapshots,
@@ -169,7 +172,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     pipeline,
     desktop,
     takeovers,
-    ports: new SessionPorts(sessions, driver),
-    resizer: new SessionResizer(sessions, driver),
+    ports: new SessionPorts(sessions),
+    resizer: new SessionResizer(sessions),
   };
 }

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { AirlockError, isAirlockError } from './errors.js';
-import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
+import type { SandboxHandle } from './sandbox-driver.js';
 import type { SessionService } from './session-service.js';
 import type { SessionRecord } from './session.js';
 import type { WakeReason } from './machine-hibernation.js';
@@ -36,7 +36,6 @@ export class DesktopTools {
 
   constructor(
     private readonly sessions: SessionService,
-    private readonly driver: SandboxDriver,
     private readonly thumbnails: ThumbnailStore,
     readonly takeovers: DesktopTakeovers,
   ) {
@@ -131,7 +130,7 @@ export class DesktopTools {
     const { result } = await this.sessions.withMachine(sessionId, async (handle) => {
       let stream: Duplex;
       try {
-        stream = await this.driver.connect(handle, VNC_PORT);
+        stream = await this.sessions.drivers.forHandle(handle).connect(handle, VNC_PORT);
       } catch (error) {
         if (isAirlockError(error, 'PORT_UNREACHABLE')) {
           throw new AirlockError('DESKTOP_UNAVAILABLE', `session ${sessionId} has no VNC server on its display; create the session with \`--image debian-bookworm-desktop\``, { cause: error, details: { sessionId } });
@@ -160,7 +159,7 @@ export class DesktopTools {
     const run: DesktopRunner = async (request) => {
       const stdout: Buffer[] = [];
       const stderr: Buffer[] = [];
-      const outcome = await this.driver.exec(handle, {
+      const outcome = await this.sessions.drivers.forHandle(handle).exec(handle, {
         argv: request.argv,
         cwd: '/',
         env: request.env,

@@ -10,7 +10,8 @@
  * exception: branches not yet started are then not created at all.
  */
 import { randomBytes } from 'node:crypto';
-import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
+import type { SandboxHandle } from './sandbox-driver.js';
+import { requireCapability, type SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotRecord } from './snapshot.js';
@@ -52,7 +53,7 @@ export interface ForkServiceDeps {
   records: SessionRecords;
   locks: SessionLocks;
   specs: SandboxSpecs;
-  driver: SandboxDriver;
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   images: ImageCatalog;
   artifacts: SnapshotArtifacts;
@@ -86,7 +87,10 @@ export class ForkService {
         details: { count, max: this.maxBranches },
       });
     }
-    const { records, locks, snapshots, artifacts, store, audit } = this.deps;
+    const { records, locks, snapshots, artifacts, store, audit, drivers } = this.deps;
+    // Before any snapshot is taken for it: the parent's driver must be able to fork at all.
+    const parentId = 'sessionId' in source ? source.sessionId : (await snapshots.get(source.snapshotId)).sessionId;
+    requireCapability(drivers.forSession(await records.get(parentId)), 'fork', 'restore one snapshot into several machines', parentId);
     const { snapshot, takenNow } = await this.sourceSnapshot(source);
     // Shared locks on the parent and the snapshot: a terminate of the parent, `snapshots rm` and the
     // retention sweeper wait until every branch is restored, while the parent's own calls go on.
@@ -171,7 +175,8 @@ export class ForkService {
 
   /** One branch: record, disk, restore, identity, hooks; on failure everything of it is removed but its record. */
   private async createBranch(parent: SessionRecord, snapshot: SnapshotRecord, image: ImageRecord, index: number): Promise<ForkBranch> {
-    const { records, locks, specs, disks, driver, artifacts, hooks } = this.deps;
+    const { records, locks, specs, disks, drivers, artifacts, hooks } = this.deps;
+    const driver = drivers.forSession(parent);
     const now = this.clock.now().toISOString();
     const lineage = { parentSessionId: parent.id, snapshotId: snapshot.id, branchIndex: index };
     const branch = newSessionRecord(
@@ -188,13 +193,14 @@ export class ForkService {
         resources: parent.resources,
         generation: 1,
         lineage,
+        driver: driver.name,
       },
       now,
     );
     // The first record of the branch's own chain: where it came from.
     await records.insert(branch, {
       type: 'session.forked',
-      data: { ...lineage, image: image.name, imageDigest: image.digest, contractVersion: branch.contractVersion, contract: branch.contract, tenant: branch.tenant, principal: branch.principal, resources: branch.resources },
+      data: { ...lineage, image: image.name, imageDigest: image.digest, contractVersion: branch.contractVersion, contract: branch.contract, tenant: branch.tenant, principal: branch.principal, resources: branch.resources, sandbox: driver.name },
     });
     return locks.exclusive(branch.id, async (): Promise<ForkBranch> => {
       const started = Date.now();
@@ -204,9 +210,10 @@ export class ForkService {
         const diskMs = Date.now() - started;
         const spec = await specs.specFor(branch, image);
         // A failed restore cleans up after itself (driver contract); from here on the handle owns the sandbox.
-        handle = await driver.restore(spec, artifacts.pathFor(snapshot.id));
-        const restoreMs = Date.now() - started - diskMs;
         const identity = { hostname: spec.hostname, machineId: randomBytes(16).toString('hex'), entropy: randomBytes(64) };
+        // The identity rides along: a driver that can hold the branch's processes applies it before they run.
+        handle = await driver.restore({ ...spec, identity }, artifacts.pathFor(snapshot.id));
+        const restoreMs = Date.now() - started - diskMs;
         await driver.personalize(handle, identity);
         const restoredHandle = handle;
         await records.transition(

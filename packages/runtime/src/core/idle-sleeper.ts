@@ -14,6 +14,7 @@
 import { AirlockError } from './errors.js';
 import { systemClock, type Clock } from './clock.js';
 import type { SessionService } from './session-service.js';
+import type { DriverCapabilities } from './sandbox-driver.js';
 import type { ContractIdle } from './session-contract.js';
 import type { SessionRecord } from './session.js';
 
@@ -55,7 +56,12 @@ export function idlePolicyOf(session: Pick<SessionRecord, 'contract' | 'keepAwak
 }
 
 /** Where an idle session should be now, or undefined to leave it as it is. */
-export function sleepDepthFor(session: SessionRecord, now: Date, lastActiveMs = 0): 'paused' | 'suspended' | undefined {
+export function sleepDepthFor(
+  session: SessionRecord,
+  now: Date,
+  lastActiveMs = 0,
+  capabilities: Pick<DriverCapabilities, 'pause' | 'snapshot'> = { pause: true, snapshot: true },
+): 'paused' | 'suspended' | undefined {
   if (session.mode !== 'machine' || session.pendingOperation) return undefined;
   if (session.state !== 'running' && session.state !== 'paused') return undefined;
   const policy = idlePolicyOf(session);
@@ -64,8 +70,9 @@ export function sleepDepthFor(session: SessionRecord, now: Date, lastActiveMs = 
   const active = Math.max(Date.parse(session.lastActivityAt), lastActiveMs);
   const since = session.state === 'running' ? Math.max(active, Date.parse(session.stateSince)) : active;
   const idleSeconds = (now.getTime() - since) / 1000;
-  if (idleSeconds >= policy.suspendAfterSeconds) return 'suspended';
-  if (session.state === 'running' && idleSeconds >= policy.pauseAfterSeconds) return 'paused';
+  const canPause = capabilities.pause && session.state === 'running';
+  if (idleSeconds >= policy.suspendAfterSeconds) return capabilities.snapshot ? 'suspended' : canPause ? 'paused' : undefined;
+  if (canPause && idleSeconds >= policy.pauseAfterSeconds) return 'paused';
   return undefined;
 }
 
@@ -111,7 +118,7 @@ export class IdleSleeper {
     for (const session of await this.sessions.records.list({ states: ['running', 'paused'], owner: this.sessions.owner })) {
       if (this.inFlight.has(session.id) || (this.retryAt.get(session.id) ?? 0) > now.getTime()) continue;
       if (!this.sessions.locks.isIdle(session.id)) continue;
-      const depth = sleepDepthFor(session, now, this.sessions.usage.lastActiveAt(session.id));
+      const depth = sleepDepthFor(session, now, this.sessions.usage.lastActiveAt(session.id), this.sessions.driverOf(session).capabilities);
       if (depth) work.push(this.sleep(session.id, depth));
     }
     await Promise.all(work);
@@ -135,7 +142,7 @@ export class IdleSleeper {
   }
 
   private depthReached(session: SessionRecord, depth: 'paused' | 'suspended'): boolean {
-    const now = sleepDepthFor(session, this.clock.now(), this.sessions.usage.lastActiveAt(session.id));
+    const now = sleepDepthFor(session, this.clock.now(), this.sessions.usage.lastActiveAt(session.id), this.sessions.driverOf(session).capabilities);
     return now === depth || (depth === 'paused' && now === 'suspended');
   }
 }

@@ -34,6 +34,11 @@ export interface ImageCatalog {
   list(): Promise<ImageRecord[]>;
   /** Throws IMAGE_NOT_FOUND naming `airlock images build` / `import` as the fix. */
   get(name: string): Promise<ImageRecord>;
+  /**
+   * The image's root filesystem as a block device: a read-only ext4 image file of `rootfsDir`, built
+   * once per digest and cached (for drivers whose `volumes.rootfs` is `block-device`).
+   */
+  rootfsBlockDevice(name: string): Promise<string>;
   /** Builds the Debian bookworm image with debootstrap (cached); `name` defaults to `debian-bookworm` (`debian-bookworm-desktop` with `desktop`). */
   buildDebian(options: { name?: string; onProgress?: (p: ImageProgress) => void; force?: boolean; desktop?: boolean }): Promise<ImageRecord>;
   /** Imports an OCI image archive (docker save / skopeo / OCI layout tarball). */

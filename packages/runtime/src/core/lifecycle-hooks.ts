@@ -9,7 +9,8 @@
  * failing hook is recorded, never fatal to the machine.
  */
 import { randomBytes } from 'node:crypto';
-import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
+import type { SandboxHandle } from './sandbox-driver.js';
+import type { SandboxDrivers } from './sandbox-drivers.js';
 import type { Store } from './store.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { toAirlockError } from './errors.js';
@@ -37,7 +38,7 @@ export interface HookResult {
 
 /** Options of LifecycleHooks. */
 export interface LifecycleHooksOptions {
-  driver: SandboxDriver;
+  drivers: SandboxDrivers;
   store: Store;
   audit: AuditLog;
   /** per hook; default 30 s */
@@ -51,14 +52,14 @@ const LIST_SCRIPT = 'for f in "$1"/*; do [ -f "$f" ] && [ -x "$f" ] && echo "$f"
 
 /** Finds and runs the hooks of a phase in a machine, recording each in the audit log. */
 export class LifecycleHooks {
-  private readonly driver: SandboxDriver;
+  private readonly drivers: SandboxDrivers;
   private readonly store: Store;
   private readonly audit: AuditLog;
   private readonly timeoutMs: number;
   private readonly outputLimit: number;
 
   constructor(options: LifecycleHooksOptions) {
-    this.driver = options.driver;
+    this.drivers = options.drivers;
     this.store = options.store;
     this.audit = options.audit;
     this.timeoutMs = options.timeoutMs ?? 30_000;
@@ -72,8 +73,9 @@ export class LifecycleHooks {
     try {
       let listing = '';
       // transient: the listing leaves nothing behind, so the driver's fast path is safe.
-      const listed = await this.driver.exec(handle, {
-        argv: [this.driver.toolboxPath, 'sh', '-c', LIST_SCRIPT, 'airlock-hooks', dir],
+      const driver = this.drivers.forHandle(handle);
+      const listed = await driver.exec(handle, {
+        argv: [driver.toolboxPath, 'sh', '-c', LIST_SCRIPT, 'airlock-hooks', dir],
         cwd: '/',
         env: {},
         timeoutMs: 10_000,
@@ -98,7 +100,7 @@ export class LifecycleHooks {
     const stdout = new BoundedText(this.outputLimit);
     const stderr = new BoundedText(this.outputLimit);
     // Not transient: a hook may (re)start a background process, which must survive later checkpoints.
-    const outcome = await this.driver.exec(handle, {
+    const outcome = await this.drivers.forHandle(handle).exec(handle, {
       argv: [path],
       cwd: '/',
       env,

@@ -6,10 +6,11 @@
  * done. The session service calls these under the session's exclusive lock.
  */
 import { AirlockError, toAirlockError } from './errors.js';
-import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
+import type { SandboxHandle } from './sandbox-driver.js';
+import { requireCapability, type SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
-import type { SnapshotArtifacts } from './snapshot-artifacts.js';
+import type { SealedSnapshot, SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotReason, SnapshotRecord } from './snapshot.js';
 import type { ImageCatalog } from './image-catalog.js';
 import type { SessionNetworks } from './session-networks.js';
@@ -35,7 +36,7 @@ export interface WakeReason {
 export interface HibernationDeps {
   store: Store;
   records: SessionRecords;
-  driver: SandboxDriver;
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   images: ImageCatalog;
   artifacts: SnapshotArtifacts;
@@ -53,28 +54,38 @@ export class MachineHibernation {
 
   /** Checkpoints a running or paused machine into a new memory image and stops it; the disk stays. */
   async suspend(session: SessionRecord, reason: 'manual' | 'idle'): Promise<SessionRecord> {
-    const { records, driver, disks, networks, artifacts, usage, store } = this.deps;
+    const { records, drivers, disks, networks, artifacts, usage, store } = this.deps;
     requireMachine(session, 'suspend');
     assertTransition(session, 'begin-suspend');
     const handle = machineHandle(session);
+    const driver = drivers.forHandle(handle);
+    requireCapability(driver, 'snapshot', 'save a machine to a snapshot', session.id);
     if (session.state === 'paused') await driver.unpause(handle);
     await usage.sampleLocked(session.id);
     const snapshotId = newId('snap');
     const marked = await records.transition(session.id, 'begin-suspend', { type: 'session.suspend-started', data: { snapshotId } });
     const imageDir = artifacts.pathFor(snapshotId);
-    let sizeBytes = 0;
-    let checksum = '';
+    let sealed: SealedSnapshot;
     const started = Date.now();
     try {
       await disks.sync(session.id);
       // gVisor cannot save open TCP connections: the gateway resets the session's first.
       await networks?.quiesce(session.id);
-      await driver.checkpoint(handle, imageDir, { leaveRunning: false });
-      ({ checksum, sizeBytes } = await artifacts.seal(snapshotId));
+      // Paused, not stopped, until the image is sealed (with object storage: uploaded, disk included):
+      // a failure before then leaves the machine as it was, and nothing is lost. A driver that cannot
+      // pause checkpoints and stops in one step.
+      if (driver.capabilities.pause) {
+        await driver.pause(handle);
+        await driver.checkpoint(handle, imageDir, { leaveRunning: true });
+      } else {
+        await driver.checkpoint(handle, imageDir, { leaveRunning: false });
+      }
+      sealed = await artifacts.seal(snapshotId, { liveDiskOf: session.id });
     } catch (error) {
       const failure = toAirlockError(error, 'DRIVER_FAILED');
       await artifacts.remove(snapshotId).catch(() => undefined);
       const alive = await driver.status(handle).catch(() => 'missing' as const);
+      if (alive === 'paused') await driver.unpause(handle).catch(() => undefined);
       const stillRunning = alive === 'running' || alive === 'paused';
       if (stillRunning) {
         await records.transition(session.id, 'cancel-suspend', {
@@ -95,6 +106,7 @@ export class MachineHibernation {
       });
     }
     await driver.destroy(handle).catch(() => undefined);
+    const { checksum, sizeBytes } = sealed;
     const previous = marked.resumeSnapshotId;
     const snapshot = this.snapshotRecord(marked, snapshotId, 'suspend', { checksum, sizeBytes, parent: previous });
     const suspended = await store.transaction(async (tx) => {
@@ -102,7 +114,17 @@ export class MachineHibernation {
       return records.transition(
         session.id,
         'finish-suspend',
-        { type: 'session.suspended', data: { reason, snapshotId, memoryImageBytes: sizeBytes, checksum, durationMs: Date.now() - started } },
+        {
+          type: 'session.suspended',
+          data: {
+            reason,
+            snapshotId,
+            memoryImageBytes: sizeBytes,
+            checksum,
+            durationMs: Date.now() - started,
+            ...(sealed.uploaded ? { uploaded: sealed.uploaded } : {}),
+          },
+        },
         (fresh) => ({ sandbox: null, resumeSnapshotId: snapshotId, meters: closedIncarnation(fresh.meters, sizeBytes) }),
         { tx },
       );
@@ -113,12 +135,13 @@ export class MachineHibernation {
 
   /** Thaws a paused machine, or restores a suspended one from its memory image and runs its on-resume hooks. */
   async resume(session: SessionRecord, wake: WakeReason): Promise<SessionRecord> {
-    const { records, driver, store, artifacts, images, disks, specs, hooks } = this.deps;
+    const { records, drivers, store, artifacts, images, specs, hooks } = this.deps;
     requireMachine(session, 'resume');
     const wokenBy = wakeData(wake);
+    const driver = drivers.forSession(session);
     if (session.state === 'paused') {
       assertTransition(session, 'unpause');
-      await driver.unpause(machineHandle(session));
+      await drivers.forHandle(machineHandle(session)).unpause(machineHandle(session));
       return records.transition(session.id, 'unpause', { type: 'session.unpaused', data: wokenBy });
     }
     assertTransition(session, 'begin-resume');
@@ -130,9 +153,20 @@ export class MachineHibernation {
       });
     }
     const started = Date.now();
-    await artifacts.verify(snapshot.id, snapshot.checksum);
     const image = await images.get(session.imageName);
-    await disks.ensureMounted(session.id);
+    // Another node (or a rebuilt image) may hold other bytes under the same name: memory restored over them would not match.
+    if (image.digest !== session.imageDigest) {
+      throw new AirlockError(
+        'INVALID_STATE',
+        `image ${image.name} here is ${image.digest}, but session ${session.id} was suspended on ${session.imageDigest}; its memory cannot run on another root filesystem. Import the same image on this host`,
+        { details: { sessionId: session.id, expected: session.imageDigest, actual: image.digest } },
+      );
+    }
+    // With object storage, what is not on this host (memory image, disk) is fetched and verified first.
+    const fetchedMemory = await artifacts.verify(snapshot.id, snapshot.checksum);
+    const fetchedDisk = await artifacts.prepareDisk(snapshot.id, session.id);
+    // Fails early (before anything is marked) when the disk is gone; a VM's disk is left unmounted on the host.
+    await specs.diskVolume(driver, session.id);
     const marked = await records.transition(session.id, 'begin-resume', { type: 'session.resume-started', data: wokenBy }, (fresh) => ({
       generation: fresh.generation + 1,
     }));
@@ -144,12 +178,21 @@ export class MachineHibernation {
       resumed = await records.transition(
         session.id,
         'finish-resume',
-        { type: 'session.resumed', data: { snapshotId: snapshot.id, sandboxId: handle.sandboxId, durationMs: Date.now() - started, ...wokenBy } },
+        {
+          type: 'session.resumed',
+          data: {
+            snapshotId: snapshot.id,
+            sandboxId: handle.sandboxId,
+            durationMs: Date.now() - started,
+            ...(fetchedMemory || fetchedDisk ? { fetched: { memory: fetchedMemory, disk: fetchedDisk } } : {}),
+            ...wokenBy,
+          },
+        },
         { sandbox: handle },
       );
     } catch (error) {
       const failure = toAirlockError(error, 'DRIVER_FAILED');
-      await driver.destroy({ sandboxId: spec.sandboxId, sessionId: session.id, driverData: {} }).catch(() => undefined);
+      await driver.destroy({ sandboxId: spec.sandboxId, sessionId: session.id, driver: driver.name, driverData: {} }).catch(() => undefined);
       await records.transition(session.id, 'cancel-resume', { type: 'session.resume-failed', data: { code: failure.code, message: failure.message } });
       throw failure;
     }

@@ -2,8 +2,17 @@
  * The port between the control plane and an isolation technology. A driver
  * never sees HTTP, policy or the store; the control plane never runs `runsc`
  * or `qemu` itself. Every driver passes `drivers/conformance`.
+ *
+ * Specification v2 (v1 assumed host directories and core-made sandbox ids):
+ * the root filesystem and the session disk are volumes, a host directory or
+ * a block device, in the form the driver's `volumes` asks for; the driver
+ * names its sandboxes (`sandboxIdFor`) and reports the session of each one
+ * it lists, so core never parses an id; every handle carries its driver's
+ * name; and `capabilities` says what core may rely on (pause, resize,
+ * snapshot, fork, network, a disk shared live with per-call sandboxes).
  */
 import type { Duplex } from 'node:stream';
+import { AirlockError } from './errors.js';
 
 /** What a driver can do, declared instead of throwing "not implemented". */
 export interface DriverCapabilities {
@@ -17,7 +26,44 @@ export interface DriverCapabilities {
   resize: boolean;
   /** freeze in place (no CPU, memory kept) and thaw */
   pause: boolean;
+  /**
+   * per-call sandboxes may use the session disk while the session's machine runs (the disk is a
+   * host directory both see live); false: one sandbox at a time holds the disk (a block device)
+   */
+  sharedDisk: boolean;
 }
+
+/** A filesystem handed to a sandbox: a host directory, or an image file the driver attaches as a block device. */
+export type SandboxVolume = { kind: 'directory'; path: string } | { kind: 'block-device'; path: string };
+
+/** The forms of root filesystem and session disk a driver takes. */
+export interface DriverVolumes {
+  /** `directory`: the image's root tree; `block-device`: an ext4 image of it (read-only) */
+  rootfs: SandboxVolume['kind'];
+  /** `directory`: the mounted session disk; `block-device`: its unmounted ext4 image file */
+  disk: SandboxVolume['kind'];
+}
+
+/** The host path of a volume a driver takes as a directory; INVALID_ARGUMENTS for any other form. */
+export function directoryOf(volume: SandboxVolume, what: string): string {
+  if (volume.kind !== 'directory') {
+    throw new AirlockError('INVALID_ARGUMENTS', `${what} must be a host directory for this driver, got a ${volume.kind} (${volume.path}); describe it as { kind: 'directory' }`);
+  }
+  return volume.path;
+}
+
+/** The image file of a volume a driver attaches as a block device; INVALID_ARGUMENTS for any other form. */
+export function blockDeviceOf(volume: SandboxVolume, what: string): string {
+  if (volume.kind !== 'block-device') {
+    throw new AirlockError('INVALID_ARGUMENTS', `${what} must be a block device (an image file) for this driver, got a ${volume.kind} (${volume.path}); describe it as { kind: 'block-device' }`);
+  }
+  return volume.path;
+}
+
+/** What a sandbox is for, so its driver can name it. */
+export type SandboxPurpose =
+  | { sessionId: string; purpose: 'machine'; generation: number }
+  | { sessionId: string; purpose: 'per-call'; nonce: string };
 
 /** Resource limits of one sandbox. */
 export interface SandboxResources {
@@ -34,10 +80,10 @@ export interface SandboxSpec {
   sandboxId: string;
   /** the session it belongs to, for labels and cleanup */
   sessionId: string;
-  /** read-only root filesystem of the image on the host */
-  rootfsDir: string;
-  /** the session's writable disk on the host (mounted); the driver keeps its layers under it */
-  diskDir: string;
+  /** read-only root filesystem of the image, in the form `DriverVolumes.rootfs` names */
+  rootfs: SandboxVolume;
+  /** the session's writable disk, in the form `DriverVolumes.disk` names; the driver keeps its layers and /workspace on it */
+  disk: SandboxVolume;
   /** host directory for the driver's own per-sandbox files (bundle, logs) */
   stateDir: string;
   hostname: string;
@@ -48,6 +94,14 @@ export interface SandboxSpec {
   oneShot?: { argv: string[] };
   /** absent: no network at all (loopback only); present: a namespace whose only way out is the egress gateway */
   network?: SandboxNetwork;
+  /**
+   * restore only. Present: the sandbox is a fork branch of the image (it may share the image's memory
+   * with its sibling branches), and this is the identity it gets before any of its processes runs again
+   * (drivers that can hold the workload until then apply it; `personalize` follows in any case).
+   * Absent: the image's own machine resumes; it keeps its identity, with fresh entropy where its kernel
+   * keeps a random pool.
+   */
+  identity?: SandboxIdentity;
 }
 
 /**
@@ -64,7 +118,7 @@ export interface SandboxNetwork {
   prefixLength: number;
   /** the only gateway ports the sandbox may reach */
   gatewayPorts: { tcp: readonly number[]; udp: readonly number[] };
-  /** host files bind-mounted read-only over these sandbox paths (resolv.conf, CA bundle); skipped when the image lacks the path */
+  /** host files the sandbox sees read-only at these paths (resolv.conf, CA bundle): bind-mounted, or copied into a VM at boot; skipped when the image lacks the path */
   files: readonly { hostPath: string; sandboxPath: string }[];
 }
 
@@ -72,6 +126,8 @@ export interface SandboxNetwork {
 export interface SandboxHandle {
   sandboxId: string;
   sessionId: string;
+  /** name of the driver that made it; absent in handles stored before driver spec v2 (those are gvisor's) */
+  driver?: string;
   /** driver-specific data needed to find it again after a restart of the control plane */
   driverData: Record<string, unknown>;
 }
@@ -118,7 +174,7 @@ export interface SandboxUsage {
 export interface SandboxListing {
   sandboxId: string;
   status: 'running' | 'paused' | 'stopped' | 'unknown';
-  /** the session it was made for, when the driver recorded it */
+  /** the session it was made for, when the driver knows it (it names and records its sandboxes) */
   sessionId?: string;
 }
 
@@ -141,12 +197,21 @@ export interface SandboxIdentity {
 
 /** The versioned sandbox driver contract. */
 export interface SandboxDriver {
-  readonly specificationVersion: 'v1';
+  readonly specificationVersion: 'v2';
+  /** what sessions choose it by (`sandbox` in the contract), and what every handle it makes carries */
   readonly name: string;
   readonly capabilities: DriverCapabilities;
+  /** the forms of root filesystem and session disk `start`, `restore` and `runOnce` take */
+  readonly volumes: DriverVolumes;
   /** Path inside every sandbox of a static busybox that file operations may use. */
   readonly toolboxPath: string;
 
+  /** What this driver runs sandboxes with (a guest kernel's digest, the accelerator, a runtime version), for the audit log. */
+  describeRuntime?(): Promise<Record<string, string>>;
+  /** The id of a new sandbox (letters, digits, '.', '_', '-'): unique per purpose, the driver's own format. */
+  sandboxIdFor(purpose: SandboxPurpose): string;
+  /** Releases what the driver holds in this process (connections to its sandboxes); the sandboxes run on. */
+  close?(): Promise<void>;
   /** Checks the host can run this driver; throws DRIVER_UNAVAILABLE with the fix. */
   checkHost(): Promise<void>;
   /** Starts a long-lived sandbox. */
@@ -161,11 +226,11 @@ export interface SandboxDriver {
   restore(spec: SandboxSpec, imageDir: string): Promise<SandboxHandle>;
   /** Gives a restored sandbox its own hostname, machine id and RNG state (branches of one image share them). */
   personalize(handle: SandboxHandle, identity: SandboxIdentity): Promise<void>;
-  /** Freezes the sandbox in place. */
+  /** Freezes the sandbox in place (only when `capabilities.pause`). */
   pause(handle: SandboxHandle): Promise<void>;
   /** Thaws a paused sandbox. */
   unpause(handle: SandboxHandle): Promise<void>;
-  /** Changes CPU and memory limits of a running sandbox. */
+  /** Changes CPU and memory limits of a running sandbox (only when `capabilities.resize`). */
   resize(handle: SandboxHandle, resources: Pick<SandboxResources, 'cpus' | 'memoryMb'>): Promise<void>;
   /** Host resource use. */
   usage(handle: SandboxHandle): Promise<SandboxUsage>;

@@ -107,9 +107,16 @@ export interface ContractPolicy {
 /** `enforce` applies decisions; `log-only` computes and records them but lets every call through. */
 export type EnforcementMode = 'enforce' | 'log-only';
 
+/** Sandbox drivers a contract may ask for. */
+export const SANDBOX_KINDS = ['gvisor', 'microvm'] as const;
+/** A sandbox driver a contract may ask for: gVisor's user-space kernel, or a microVM with its own guest kernel. */
+export type SandboxKind = (typeof SANDBOX_KINDS)[number];
+
 /** A parsed, defaulted, frozen session contract. */
 export interface SessionContract {
   readonly version: 1;
+  /** the isolation backend of the session's machines; absent: gvisor (the server's default) */
+  readonly sandbox?: SandboxKind;
   readonly identity: ContractIdentity;
   readonly tools: readonly ToolName[];
   readonly filesystem: FilesystemRules;

@@ -16,6 +16,11 @@ export interface SessionDisks {
   create(sessionId: string, sizeMb: number): Promise<string>;
   /** Mounts the disk if it is not (after a host or control-plane restart); returns the directory. */
   ensureMounted(sessionId: string): Promise<string>;
+  /**
+   * Unmounts the disk from the host and returns its image file, for a sandbox that attaches it as a
+   * block device (a microVM); the host must not mount it while that sandbox runs. `ensureMounted` mounts it again.
+   */
+  blockDevice(sessionId: string): Promise<string>;
   /** Copies the disk of `fromSessionId` (copy-on-write where the filesystem allows) to a new session. */
   clone(fromSessionId: string, toSessionId: string): Promise<string>;
   /**

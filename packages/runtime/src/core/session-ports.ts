@@ -9,7 +9,6 @@
  */
 import type { Duplex } from 'node:stream';
 import { AirlockError } from './errors.js';
-import type { SandboxDriver } from './sandbox-driver.js';
 import type { SessionService } from './session-service.js';
 import type { SessionRecord } from './session.js';
 
@@ -18,10 +17,7 @@ export const MAX_EXPOSED_PORTS = 32;
 
 /** Exposes, lists and connects to the ports of session machines. */
 export class SessionPorts {
-  constructor(
-    private readonly sessions: SessionService,
-    private readonly driver: SandboxDriver,
-  ) {}
+  constructor(private readonly sessions: SessionService) {}
 
   /** The exposed ports of a session, ascending. */
   async list(sessionId: string): Promise<number[]> {
@@ -82,7 +78,7 @@ export class SessionPorts {
       return await this.sessions.withMachine(
         sessionId,
         async (handle) => {
-          const socket = await this.driver.connect(handle, port);
+          const socket = await this.sessions.drivers.forHandle(handle).connect(handle, port);
           try {
             return await work(socket);
           } finally {

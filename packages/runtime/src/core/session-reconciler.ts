@@ -4,7 +4,9 @@
  * Half-done operations are finished or rolled back, running machines are
  * adopted, and anything on the host that no session owns is removed.
  */
-import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
+import type { SandboxDriver, SandboxHandle, SandboxListing } from './sandbox-driver.js';
+import type { SandboxDrivers } from './sandbox-drivers.js';
+import type { SandboxSpecs } from './sandbox-specs.js';
 import type { SessionDisks } from './session-disks.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { Store } from './store.js';
@@ -12,7 +14,7 @@ import type { SessionRecord } from './session.js';
 import type { SessionRecords } from './session-records.js';
 import type { SnapshotDisposal } from './snapshot-disposal.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { toAirlockError } from './errors.js';
+import { isAirlockError, toAirlockError } from './errors.js';
 
 /** Something reconciliation could not fix: the server starts anyway and reports it. */
 export interface ReconcileProblem {
@@ -39,7 +41,8 @@ export interface ReconcileDeps {
   audit: AuditLog;
   records: SessionRecords;
   disposal: SnapshotDisposal;
-  driver: SandboxDriver;
+  drivers: SandboxDrivers;
+  specs: SandboxSpecs;
   disks: SessionDisks;
   artifacts: SnapshotArtifacts;
 }
@@ -52,7 +55,7 @@ export interface ReconcileDeps {
  * the store live on their hosts, and their records are theirs to change.
  */
 export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileReport> {
-  const { store, audit, records, disposal, driver, disks, artifacts } = deps;
+  const { store, audit, records, disposal, drivers, specs, disks, artifacts } = deps;
   const owner = records.owner;
   const report: ReconcileReport = { adopted: [], rolledBack: [], completed: [], failed: [], orphansRemoved: [], problems: [] };
 
@@ -80,6 +83,8 @@ export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileR
       try {
         await reconcileOne(session);
       } catch (error) {
+        // Object storage down says nothing about the session: it stays as it was, and the problem is reported.
+        if (isAirlockError(error, 'OBJECT_STORAGE_UNAVAILABLE')) throw error;
         const failure = toAirlockError(error);
         await records.transition(
           session.id,
@@ -92,21 +97,23 @@ export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileR
     });
   }
 
-  // Sandboxes: what no session's record holds is an orphan (a crash mid-create, mid-restore, a per-call run).
-  let listings: Awaited<ReturnType<SandboxDriver['list']>> = [];
-  await attempt('sandboxes', async () => {
-    listings = await driver.list();
-  });
+  // Sandboxes, of every driver on this host: what no session's record holds is an orphan (a crash mid-create, mid-restore, a per-call run).
   const owned = new Set<string>();
   await attempt('sessions', async () => {
     for (const session of await store.listSessions()) if (session.sandbox && session.state !== 'terminated') owned.add(session.sandbox.sandboxId);
   });
-  for (const sandbox of listings) {
-    if (owned.has(sandbox.sandboxId)) continue;
-    await attempt(`sandbox:${sandbox.sandboxId}`, async () => {
-      await driver.destroy({ sandboxId: sandbox.sandboxId, sessionId: sandbox.sessionId ?? sessionIdOf(sandbox.sandboxId), driverData: {} });
-      report.orphansRemoved.push(sandbox.sandboxId);
+  for (const driver of drivers.all()) {
+    let listings: SandboxListing[] = [];
+    await attempt(`sandboxes:${driver.name}`, async () => {
+      listings = await driver.list();
     });
+    for (const sandbox of listings) {
+      if (owned.has(sandbox.sandboxId)) continue;
+      await attempt(`sandbox:${sandbox.sandboxId}`, async () => {
+        await driver.destroy({ sandboxId: sandbox.sandboxId, sessionId: sandbox.sessionId ?? '', driver: driver.name, driverData: {} });
+        report.orphansRemoved.push(sandbox.sandboxId);
+      });
+    }
   }
 
   // Failed sessions keep their disk: it is what a user recovers their work from.
@@ -163,6 +170,7 @@ export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileR
 
   async function reconcileOne(session: SessionRecord): Promise<void> {
     const handle: SandboxHandle | null = session.sandbox;
+    const driver: SandboxDriver = drivers.forSession(session);
     const status = handle ? await driver.status(handle) : 'missing';
     const alive = status === 'running' || status === 'paused';
     switch (session.pendingOperation) {
@@ -188,7 +196,7 @@ export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileR
           return;
         }
         if (snapshotId && (await artifacts.list()).includes(snapshotId)) {
-          const { checksum, sizeBytes } = await artifacts.seal(snapshotId);
+          const { checksum, sizeBytes } = await artifacts.seal(snapshotId, { liveDiskOf: session.id });
           if (handle) await driver.destroy(handle);
           await store.transaction(async (tx) => {
             await tx.insertSnapshot({
@@ -233,17 +241,18 @@ export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileR
       default:
         break;
     }
-    if (session.state === 'suspended' && session.resumeSnapshotId && (await artifacts.list()).includes(session.resumeSnapshotId)) {
+    if (session.state === 'suspended' && session.resumeSnapshotId && (await artifacts.has(session.resumeSnapshotId))) {
       if (session.pendingOperation) await records.transition(session.id, 'settle-suspended', { type: 'session.reconciled', data: { outcome: 'suspended' } });
       return;
     }
     if (session.mode === 'per-call' && session.state === 'running') {
-      await disks.ensureMounted(session.id);
+      await specs.diskVolume(driver, session.id);
       report.adopted.push(session.id);
       return;
     }
     if ((session.state === 'running' || session.state === 'paused') && alive) {
-      await disks.ensureMounted(session.id);
+      // A microVM holds its disk as a block device: it must stay unmounted on the host.
+      await specs.diskVolume(driver, session.id);
       const state = status === 'paused' ? 'paused' : 'running';
       if (state !== session.state || session.pendingOperation) {
         await records.transition(session.id, state === 'paused' ? 'adopt-paused' : 'adopt-running', { type: 'session.reconciled', data: { outcome: state, action: 'adopted' } });
@@ -269,6 +278,3 @@ async function pendingSnapshotId(store: Store, sessionId: string): Promise<strin
   return typeof id === 'string' ? id : undefined;
 }
 
-function sessionIdOf(sandboxId: string): string {
-  return sandboxId.replace(/^airlock-/, '').replace(/-g\d+$/, '').replace(/-(run|fork)-.*$/, '');
-}

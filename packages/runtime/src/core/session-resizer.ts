@@ -10,7 +10,7 @@
  * time per session, so the limits on the host and in the record agree.
  */
 import { AirlockError } from './errors.js';
-import type { SandboxDriver, SandboxResources } from './sandbox-driver.js';
+import type { SandboxResources } from './sandbox-driver.js';
 import type { SessionService } from './session-service.js';
 import type { SessionRecord } from './session.js';
 import type { ContractResources } from './session-contract.js';
@@ -49,10 +49,7 @@ export function resizeCeilingOf(session: Pick<SessionRecord, 'contract' | 'resou
 
 /** Changes the limits of running session machines. */
 export class SessionResizer {
-  constructor(
-    private readonly sessions: SessionService,
-    private readonly driver: SandboxDriver,
-  ) {}
+  constructor(private readonly sessions: SessionService) {}
 
   /** Resizes the session's machine in place and records it (`session.resized`). */
   async resize(sessionId: string, request: ResizeRequest): Promise<SessionRecord> {
@@ -62,8 +59,11 @@ export class SessionResizer {
         details: { sessionId, mode: session.mode },
       });
     }
-    if (!this.driver.capabilities.resize) {
-      throw new AirlockError('INVALID_STATE', `the ${this.driver.name} driver cannot resize a running machine`, { details: { sessionId } });
+    const driver = this.sessions.driverOf(session);
+    if (!driver.capabilities.resize) {
+      throw new AirlockError('INVALID_STATE', `session ${sessionId} runs on the ${driver.name} driver, which cannot resize a running machine; create a new session with the size you need`, {
+        details: { sessionId, driver: driver.name, capability: 'resize' },
+      });
     }
     const ceiling = resizeCeilingOf(session);
     validate(request, ceiling);
@@ -72,7 +72,7 @@ export class SessionResizer {
         const from: Pick<SandboxResources, 'cpus' | 'memoryMb'> = { cpus: current.resources.cpus, memoryMb: current.resources.memoryMb };
         const to = { cpus: request.cpus ?? from.cpus, memoryMb: request.memoryMb ?? from.memoryMb };
         if (to.memoryMb < from.memoryMb) {
-          const usage = await this.driver.usage(handle);
+          const usage = await driver.usage(handle);
           if (usage.memoryBytes > to.memoryMb * MB) {
             throw new AirlockError(
               'INVALID_STATE',
@@ -82,7 +82,7 @@ export class SessionResizer {
           }
         }
         // The driver writes memory first, and the kernel refuses a limit below use (EBUSY) before anything changed.
-        await this.driver.resize(handle, to);
+        await driver.resize(handle, to);
         return this.sessions.records.update(sessionId, (fresh) => ({ resources: { ...fresh.resources, ...to } }), { type: 'session.resized', data: { from, to, ceiling } });
       });
       return result;

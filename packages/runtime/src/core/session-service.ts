@@ -5,8 +5,9 @@
  * before and after it touches the sandbox, so that a crash at any point
  * leaves a session that the reconciler can bring back to a resumable state.
  */
-import { type AirlockError, isAirlockError, toAirlockError } from './errors.js';
+import { AirlockError, isAirlockError, toAirlockError } from './errors.js';
 import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources } from './sandbox-driver.js';
+import { requireCapability, type SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { ImageCatalog } from './image-catalog.js';
 import type { SessionContract } from './session-contract.js';
@@ -39,7 +40,8 @@ import {
 export interface SessionServiceDeps {
   store: Store;
   records: SessionRecords;
-  driver: SandboxDriver;
+  /** the drivers sessions may run on; a session keeps its driver for life */
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   images: ImageCatalog;
   specs: SandboxSpecs;
@@ -58,6 +60,8 @@ export interface CreateSessionInput {
   imageName?: string;
   contract: SessionContract;
   mode?: ExecutionMode;
+  /** the sandbox driver by name (`gvisor`, `microvm`); default: the contract's `sandbox`, else the server's default */
+  sandbox?: string;
 }
 
 /** The default image sessions start from. */
@@ -70,6 +74,8 @@ export class SessionService {
   readonly usage: UsageMeter;
   /** the only writer of session records */
   readonly records: SessionRecords;
+  /** the drivers of sessions, by name */
+  readonly drivers: SandboxDrivers;
   private readonly deps: SessionServiceDeps;
 
   constructor(deps: SessionServiceDeps) {
@@ -77,6 +83,12 @@ export class SessionService {
     this.locks = deps.locks;
     this.usage = deps.usage;
     this.records = deps.records;
+    this.drivers = deps.drivers;
+  }
+
+  /** The driver of a session's machines. */
+  driverOf(session: Pick<SessionRecord, 'driver'>): SandboxDriver {
+    return this.drivers.forSession(session);
   }
 
   /** The server this process speaks for. */
@@ -103,7 +115,8 @@ export class SessionService {
 
   /** Creates a session and starts its machine (per-call sessions only get their disk). */
   async create(input: CreateSessionInput): Promise<SessionRecord> {
-    const { images, disks, driver, specs, networks, records } = this.deps;
+    const { images, disks, drivers, specs, networks, records } = this.deps;
+    const driver = drivers.get(chooseDriver(input, drivers.default.name));
     const image = await images.get(input.imageName ?? DEFAULT_IMAGE);
     const contract = input.contract;
     const resources = resourcesOf(contract);
@@ -122,6 +135,7 @@ export class SessionService {
         resources,
         generation: mode === 'per-call' ? 0 : 1,
         lineage: null,
+        driver: driver.name,
       },
       records.now().toISOString(),
     );
@@ -136,6 +150,7 @@ export class SessionService {
         tenant: session.tenant,
         principal: session.principal,
         resources,
+        sandbox: driver.name,
       },
     });
     return this.locks.exclusive(session.id, async () => {
@@ -148,7 +163,7 @@ export class SessionService {
         const started = await records.transition(
           session.id,
           'start',
-          { type: 'session.started', data: { sandboxId: handle.sandboxId, driver: driver.name } },
+          { type: 'session.started', data: { sandboxId: handle.sandboxId, driver: driver.name, imageDigest: image.digest, ...(await runtimeOf(driver)) } },
           { sandbox: handle },
         );
         // After the commit, like on-resume: a failing hook is recorded and never undoes the start.
@@ -197,15 +212,22 @@ export class SessionService {
     return this.locks.exclusive(id, async () => {
       const session = await this.get(id);
       if (session.owner !== this.owner || session.mode !== 'machine' || session.pendingOperation || !stillIdle(session)) return undefined;
-      if (depth === 'suspended') return session.state === 'running' || session.state === 'paused' ? this.deps.hibernation.suspend(session, 'idle') : undefined;
-      return session.state === 'running' ? this.pauseLocked(session, 'idle') : undefined;
+      // Only the depths the session's driver can reach (the sleeper checks too; this is the authority).
+      const { capabilities } = this.driverOf(session);
+      if (depth === 'suspended') {
+        return capabilities.snapshot && (session.state === 'running' || session.state === 'paused')
+          ? this.deps.hibernation.suspend(session, 'idle')
+          : undefined;
+      }
+      return capabilities.pause && session.state === 'running' ? this.pauseLocked(session, 'idle') : undefined;
     });
   }
 
   private async pauseLocked(session: SessionRecord, reason: 'manual' | 'idle'): Promise<SessionRecord> {
     requireMachine(session, 'pause');
     assertTransition(session, 'pause');
-    await this.deps.driver.pause(machineHandle(session));
+    requireCapability(this.driverOf(session), 'pause', 'pause a machine in place', session.id);
+    await this.drivers.forHandle(machineHandle(session)).pause(machineHandle(session));
     return this.records.transition(session.id, 'pause', { type: 'session.paused', data: { reason } });
   }
 
@@ -290,19 +312,34 @@ export class SessionService {
    * whose disk is kept still runs these: it is how its files are recovered.
    */
   async runEphemeral(id: string, request: Omit<ExecRequest, 'argv'> & { argv: string[] }): Promise<ExecOutcome> {
-    const { disks, images, specs, driver } = this.deps;
+    const { disks, images, specs } = this.deps;
     return this.locks.shared(id, async () => {
       const session = await this.getOwned(id);
       const recoverable = session.state === 'failed' && (await disks.list()).includes(session.id);
       if ((session.state === 'creating' || session.state === 'terminated' || session.state === 'failed') && !recoverable) {
         requireCallableState(session);
       }
-      const image = await images.get(session.imageName);
-      const spec = await specs.specFor(session, image);
-      const sandboxId = `airlock-${session.id}-run-${newId('c').slice(2, 12)}`;
-      const outcome = await driver.runOnce({ ...spec, sandboxId, stateDir: specs.stateDir(sandboxId), oneShot: { argv: request.argv } }, request);
-      await this.usage.chargePerCall(id, outcome.durationMs);
-      return outcome;
+      const driver = this.driverOf(session);
+      const run = async (): Promise<ExecOutcome> => {
+        const image = await images.get(session.imageName);
+        const spec = await specs.specFor(session, image, newId('c').slice(2, 12));
+        const outcome = await driver.runOnce({ ...spec, oneShot: { argv: request.argv } }, request);
+        await this.usage.chargePerCall(id, outcome.durationMs);
+        return outcome;
+      };
+      if (driver.capabilities.sharedDisk) return run();
+      // A block-device disk has one user at a time: never beside the session's machine (whose kernel caches
+      // it, suspended or not), and per-call sandboxes one after another.
+      if (session.mode === 'machine' && session.state !== 'failed') {
+        throw new AirlockError(
+          'INVALID_STATE',
+          `session ${id} runs on the ${driver.name} driver, whose machine holds the session disk: run the command on the machine (without --ephemeral)`,
+          {
+            details: { sessionId: id, driver: driver.name },
+          },
+        );
+      }
+      return this.locks.exclusive(`${id}#disk`, run);
     });
   }
 
@@ -316,17 +353,39 @@ export class SessionService {
   }
 
   private async sanitize(session: SessionRecord): Promise<void> {
-    const { driver, disks, store, disposal } = this.deps;
-    if (session.sandbox) await driver.destroy(session.sandbox);
+    const { disks, store, disposal } = this.deps;
+    if (session.sandbox) await this.drivers.forHandle(session.sandbox).destroy(session.sandbox);
     // Sandboxes the record never held (a start that failed half-way, a crash before the handle was stored).
+    const driver = this.driverOf(session);
     for (const leftover of await driver.list()) {
-      if (leftover.sessionId === session.id) await driver.destroy({ sandboxId: leftover.sandboxId, sessionId: session.id, driverData: {} });
+      if (leftover.sessionId === session.id)
+        await driver.destroy({ sandboxId: leftover.sandboxId, sessionId: session.id, driver: driver.name, driverData: {} });
     }
     await disks.destroy(session.id);
     for (const snapshot of await store.listSnapshots({ sessionId: session.id })) {
       if (!snapshot.deletedAt) await disposal.drop(snapshot.id, 'session-terminated');
     }
   }
+}
+
+/** The driver a new session asks for: the request's, else the contract's `sandbox`; both given must agree. */
+function chooseDriver(input: CreateSessionInput, fallback: string): string {
+  const fromContract = (input.contract as { sandbox?: string }).sandbox;
+  if (input.sandbox !== undefined && fromContract !== undefined && input.sandbox !== fromContract) {
+    throw new AirlockError(
+      'INVALID_ARGUMENTS',
+      `the contract asks for sandbox ${fromContract} and the request for ${input.sandbox}; give one of them, or the same in both`,
+      {
+        details: { field: 'sandbox' },
+      },
+    );
+  }
+  return input.sandbox ?? fromContract ?? fallback;
+}
+
+/** What the driver runs sandboxes with, for the audit log; nothing when it cannot say (never fatal). */
+async function runtimeOf(driver: SandboxDriver): Promise<Record<string, string>> {
+  return (await driver.describeRuntime?.().catch(() => undefined)) ?? {};
 }
 
 /** What on-start hooks learn from the contract: the display size a desktop image starts with. */

@@ -64,6 +64,8 @@ export interface SessionRecord {
   contract: SessionContract;
   resources: SandboxResources;
   sandbox: SandboxHandle | null;
+  /** the sandbox driver (`gvisor`, `microvm`) of every machine of the session; absent in records before driver spec v2: gvisor */
+  driver?: string;
   /** incremented on every start or restore; part of the sandbox id */
   generation: number;
   /** snapshot the session will resume from while suspended */
@@ -103,7 +105,7 @@ export interface SessionEvent {
 /** What differs between new sessions; everything else starts the same for all. */
 export type NewSessionFields = Pick<
   SessionRecord,
-  'owner' | 'mode' | 'tenant' | 'principal' | 'imageName' | 'imageDigest' | 'contractVersion' | 'contract' | 'resources' | 'generation' | 'lineage'
+  'owner' | 'mode' | 'tenant' | 'principal' | 'imageName' | 'imageDigest' | 'contractVersion' | 'contract' | 'resources' | 'generation' | 'lineage' | 'driver'
 >;
 
 /** The record of a session about to be created: `creating`, with its create pending, no machine, empty meters. */

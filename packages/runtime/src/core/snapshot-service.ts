@@ -7,9 +7,9 @@
  * saw. Checksumming (slow) happens after the thaw. Suspend snapshots (memory
  * only: their disk stays live) are listed here too.
  */
-import type { SandboxDriver } from './sandbox-driver.js';
+import { requireCapability, type SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
-import type { SnapshotArtifacts } from './snapshot-artifacts.js';
+import type { SealedSnapshot, SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotReason, SnapshotRecord } from './snapshot.js';
 import type { Store } from './store.js';
 import type { SessionRecords } from './session-records.js';
@@ -27,7 +27,7 @@ export interface SnapshotServiceDeps {
   audit: AuditLog;
   records: SessionRecords;
   locks: SessionLocks;
-  driver: SandboxDriver;
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   artifacts: SnapshotArtifacts;
   disposal: SnapshotDisposal;
@@ -45,7 +45,7 @@ export class SnapshotService {
   private readonly audit: AuditLog;
   private readonly records: SessionRecords;
   private readonly locks: SessionLocks;
-  private readonly driver: SandboxDriver;
+  private readonly drivers: SandboxDrivers;
   private readonly disks: SessionDisks;
   private readonly artifacts: SnapshotArtifacts;
   private readonly disposal: SnapshotDisposal;
@@ -56,7 +56,7 @@ export class SnapshotService {
     this.audit = deps.audit;
     this.records = deps.records;
     this.locks = deps.locks;
-    this.driver = deps.driver;
+    this.drivers = deps.drivers;
     this.disks = deps.disks;
     this.artifacts = deps.artifacts;
     this.disposal = deps.disposal;
@@ -79,16 +79,19 @@ export class SnapshotService {
       requireLiveMachine(session);
       const handle = session.sandbox;
       if (!handle) throw new AirlockError('INVALID_STATE', `session ${session.id} has no running machine`, { details: { sessionId } });
+      const driver = this.drivers.forHandle(handle);
+      requireCapability(driver, 'snapshot', 'snapshot a machine', session.id);
+      requireCapability(driver, 'pause', 'hold a machine still while its memory and disk are saved', session.id);
       const wasPaused = session.state === 'paused';
       const pausedAt = Date.now();
       try {
-        if (!wasPaused) await this.driver.pause(handle);
+        if (!wasPaused) await driver.pause(handle);
         try {
           // Paused already, the driver checkpoints without thawing; the disk is copied before the thaw.
-          await this.driver.checkpoint(handle, this.artifacts.pathFor(snapshotId), { leaveRunning: true });
+          await driver.checkpoint(handle, this.artifacts.pathFor(snapshotId), { leaveRunning: true });
           await this.disks.snapshot(session.id, this.artifacts.diskPathFor(snapshotId));
         } finally {
-          if (!wasPaused) await this.driver.unpause(handle);
+          if (!wasPaused) await driver.unpause(handle);
         }
       } catch (error) {
         await this.artifacts.remove(snapshotId).catch(() => undefined);
@@ -121,6 +124,8 @@ export class SnapshotService {
         throw new AirlockError('INVALID_STATE', `session ${sessionId} is not suspended with a memory image (it is ${session.state})`, { details: { sessionId, state: session.state } });
       }
       await this.artifacts.verify(memory.id, memory.checksum);
+      // The disk it copies must be the one the memory image belongs to (with object storage it may live elsewhere).
+      await this.artifacts.prepareDisk(memory.id, session.id);
       try {
         await this.artifacts.derive(memory.id, snapshotId);
         // Under the lock: a resume would start changing the disk the memory image belongs to.
@@ -218,14 +223,14 @@ export class SnapshotService {
     snapshotId: string,
     facts: { reason: SnapshotReason; name: string | null; parent: string | null; pausedMs: number },
   ): Promise<SnapshotRecord> {
-    let sealed: { checksum: string; sizeBytes: number };
+    let sealed: SealedSnapshot;
     try {
       sealed = await this.artifacts.seal(snapshotId);
     } catch (error) {
       await this.artifacts.remove(snapshotId).catch(() => undefined);
       throw await this.failed(session, snapshotId, error);
     }
-    const record = this.record(session, snapshotId, facts.reason, { ...sealed, parent: facts.parent, name: facts.name });
+    const record = this.record(session, snapshotId, facts.reason, { checksum: sealed.checksum, sizeBytes: sealed.sizeBytes, parent: facts.parent, name: facts.name });
     const kept = await this.store.transaction(async (tx) => {
       // A terminate that ran meanwhile deleted the session's snapshots; this one must not outlive it.
       if ((await tx.lockSession(session.id))?.state === 'terminated') return false;
@@ -242,6 +247,7 @@ export class SnapshotService {
           checksum: record.checksum,
           expiresAt: record.expiresAt,
           pausedMs: facts.pausedMs,
+          ...(sealed.uploaded ? { uploaded: sealed.uploaded } : {}),
         },
       });
       return true;

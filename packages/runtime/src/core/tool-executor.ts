@@ -5,7 +5,7 @@
  */
 import { AirlockError } from './errors.js';
 import type { AuthorizationContext } from './authorizer.js';
-import type { SandboxDriver, ExecRequest } from './sandbox-driver.js';
+import type { ExecRequest } from './sandbox-driver.js';
 import type { SessionService } from './session-service.js';
 import type { SessionRecord } from './session.js';
 import type { ToolCall } from './tool-call.js';
@@ -37,20 +37,20 @@ export interface ExecutionStreams {
 
 /** Runs tools on sessions. */
 export class ToolExecutor {
-  private readonly files: FileOperations;
-
   constructor(
     private readonly sessions: SessionService,
-    private readonly driver: SandboxDriver,
     private readonly lineage: LineageTools,
     private readonly desktop: DesktopTools,
-  ) {
-    this.files = new FileOperations(driver.toolboxPath);
+  ) {}
+
+  /** File operations through the toolbox of the session's driver. */
+  private filesOf(session: SessionRecord): FileOperations {
+    return new FileOperations(this.sessions.driverOf(session).toolboxPath);
   }
 
   /** The canonical path as the session's sandbox resolves it. */
   async canonicalPath(session: SessionRecord, lexicalPath: string, followLast: boolean, wake: WakeReason): Promise<string> {
-    const { result } = await this.onSession(session, wake, (run) => this.files.canonical(run, lexicalPath, followLast));
+    const { result } = await this.onSession(session, wake, (run) => this.filesOf(session).canonical(run, lexicalPath, followLast));
     return result;
   }
 
@@ -86,7 +86,7 @@ export class ToolExecutor {
         const stderr = new OutputCollector();
         const logPath = args.detach ? `${DETACHED_LOG_DIR}/${newId('proc')}.log` : undefined;
         const command = args.argv ?? ['/bin/sh', '-c', args.command ?? ''];
-        const argv = logPath ? detachedArgv(this.driver.toolboxPath, command, logPath) : command;
+        const argv = logPath ? detachedArgv(this.sessions.driverOf(session).toolboxPath, command, logPath) : command;
         // A per-call sandbox lives at most as long as the contract allows, whatever the call asked for.
         const limitMs = ephemeral ? perCallLimitMs(session) : undefined;
         const timeoutMs = limitMs === undefined ? args.timeoutMs : Math.min(args.timeoutMs, limitMs);
@@ -109,7 +109,7 @@ export class ToolExecutor {
         let resumeMs = 0;
         const outcome = ephemeral
           ? await this.sessions.runEphemeral(session.id, request)
-          : await this.sessions.withMachine(session.id, (handle) => this.driver.exec(handle, request), wake).then((r) => {
+          : await this.sessions.withMachine(session.id, (handle) => this.sessions.drivers.forHandle(handle).exec(handle, request), wake).then((r) => {
               resumeMs = r.resumeMs;
               return r.result;
             });
@@ -138,20 +138,20 @@ export class ToolExecutor {
       }
       case 'files.read': {
         const args = rawArgs as ToolArguments<'files.read'>;
-        const { result: read, resumeMs } = await this.onSession(session, wake, (run) => this.files.read(run, path, args.maxBytes));
+        const { result: read, resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).read(run, path, args.maxBytes));
         const encoded = args.encoding === 'base64' ? { data: read.content.toString('base64'), encoding: 'base64' as const } : encodeOutput(read.content, read.truncated);
         return finish({ path, content: encoded.data, encoding: encoded.encoding, size: read.size, bytes: read.content.length, truncated: read.truncated }, resumeMs, Date.now() - started, false);
       }
       case 'files.write': {
         const args = rawArgs as ToolArguments<'files.write'>;
         const content = decodeContent(args.content, args.encoding);
-        const { resumeMs } = await this.onSession(session, wake, (run) => this.files.write(run, path, content, { createParents: args.createParents }));
+        const { resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).write(run, path, content, { createParents: args.createParents }));
         return finish({ path, bytes: content.length }, resumeMs, Date.now() - started, false);
       }
       case 'files.edit': {
         const args = rawArgs as ToolArguments<'files.edit'>;
         const { result: replacements, resumeMs } = await this.onSession(session, wake, async (run) => {
-          const read = await this.files.read(run, path, 64 * 1024 * 1024);
+          const read = await this.filesOf(session).read(run, path, 64 * 1024 * 1024);
           if (read.truncated) throw new AirlockError('PAYLOAD_TOO_LARGE', `${path} is larger than 64 MiB; edit it with exec instead`, { details: { path } });
           const text = read.content.toString('utf8');
           const count = text.split(args.oldString).length - 1;
@@ -160,26 +160,26 @@ export class ToolExecutor {
             throw new AirlockError('EDIT_AMBIGUOUS', `oldString occurs ${count} times in ${path}; add surrounding lines to make it unique, or pass replaceAll`, { details: { path, occurrences: count } });
           }
           const next = args.replaceAll ? text.split(args.oldString).join(args.newString) : text.replace(args.oldString, () => args.newString);
-          await this.files.write(run, path, Buffer.from(next, 'utf8'), { createParents: false });
+          await this.filesOf(session).write(run, path, Buffer.from(next, 'utf8'), { createParents: false });
           return count;
         });
         return finish({ path, replacements }, resumeMs, Date.now() - started, false);
       }
       case 'files.list': {
-        const { result: entries, resumeMs } = await this.onSession(session, wake, (run) => this.files.list(run, path));
+        const { result: entries, resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).list(run, path));
         return finish({ path, entries }, resumeMs, Date.now() - started, false);
       }
       case 'files.stat': {
-        const { result: info, resumeMs } = await this.onSession(session, wake, (run) => this.files.stat(run, path));
+        const { result: info, resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).stat(run, path));
         return finish({ ...info }, resumeMs, Date.now() - started, false);
       }
       case 'files.remove': {
         const args = rawArgs as ToolArguments<'files.remove'>;
-        const { resumeMs } = await this.onSession(session, wake, (run) => this.files.remove(run, path, args.recursive));
+        const { resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).remove(run, path, args.recursive));
         return finish({ path, removed: true }, resumeMs, Date.now() - started, false);
       }
       case 'files.mkdir': {
-        const { resumeMs } = await this.onSession(session, wake, (run) => this.files.mkdir(run, path));
+        const { resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).mkdir(run, path));
         return finish({ path, created: true }, resumeMs, Date.now() - started, false);
       }
       case 'snapshot': {
@@ -221,7 +221,7 @@ export class ToolExecutor {
     return this.sessions.withMachine(
       session.id,
       (handle) => {
-        const run: SandboxRunner = (request) => this.collect((r) => this.driver.exec(handle, { ...r, argv: request.argv }), request);
+        const run: SandboxRunner = (request) => this.collect((r) => this.sessions.drivers.forHandle(handle).exec(handle, { ...r, argv: request.argv }), request);
         return work(run);
       },
       wake,

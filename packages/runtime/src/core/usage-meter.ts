@@ -6,7 +6,7 @@
  * the call's path: the call asks for one and returns; samples asked for
  * while one runs are folded into the next.
  */
-import type { SandboxDriver } from './sandbox-driver.js';
+import type { SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { SessionLocks } from './session-locks.js';
 import type { SessionRecords } from './session-records.js';
@@ -15,7 +15,7 @@ import type { Clock } from './clock.js';
 /** Collaborators of the meter. */
 export interface UsageMeterDeps {
   records: SessionRecords;
-  driver: SandboxDriver;
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   locks: SessionLocks;
   clock: Clock;
@@ -93,10 +93,15 @@ export class UsageMeter {
 
   /** `sample` for a caller that already holds the session's lock. */
   async sampleLocked(sessionId: string): Promise<void> {
-    const { records, driver, disks, clock } = this.deps;
+    const { records, drivers, disks, clock } = this.deps;
     const session = await records.find(sessionId);
     if (!session || session.owner !== records.owner) return;
-    const usage = session.sandbox ? await driver.usage(session.sandbox).catch(() => undefined) : undefined;
+    const usage = session.sandbox
+      ? await drivers
+          .forHandle(session.sandbox)
+          .usage(session.sandbox)
+          .catch(() => undefined)
+      : undefined;
     const disk = await disks.usage(sessionId).catch(() => undefined);
     const now = clock.now();
     if (!usage && !disk) return;

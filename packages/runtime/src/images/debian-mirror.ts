@@ -1,25 +1,37 @@
 /**
  * Which Debian mirror debootstrap should use: the one this machine's apt
  * already uses (it is known to be reachable from here, and may be a local
- * proxy or snapshot), else the public redirector.
+ * proxy or snapshot), or the one the operator names (AIRLOCK_DEBIAN_MIRROR).
+ * Airlock names no mirror of its own: a machine whose apt names none is
+ * asked for one.
  */
 import { readFile } from 'node:fs/promises';
-
-/** The public Debian redirector, used when apt names no usable mirror. */
-export const DEFAULT_DEBIAN_MIRROR = 'http://deb.debian.org/debian';
+import { AirlockError } from '../core/errors.js';
 
 /** The apt source files read, in order of preference. */
 export const APT_SOURCE_FILES = ['/etc/apt/sources.list.d/debian.sources', '/etc/apt/sources.list'] as const;
 
-/** Finds the main Debian mirror in the given apt source files (deb822 `.sources` or one-line `.list`), else the default. */
-export async function detectDebianMirror(files: readonly string[] = APT_SOURCE_FILES): Promise<string> {
+/** Finds the main Debian mirror in the given apt source files (deb822 `.sources` or one-line `.list`). */
+export async function detectDebianMirror(files: readonly string[] = APT_SOURCE_FILES): Promise<string | undefined> {
   for (const file of files) {
     const text = await readFile(file, 'utf8').catch(() => undefined);
     if (text === undefined) continue;
     const mirror = file.endsWith('.sources') ? mirrorFromDeb822(text) : mirrorFromSourcesList(text);
     if (mirror !== undefined) return mirror;
   }
-  return DEFAULT_DEBIAN_MIRROR;
+  return undefined;
+}
+
+/** The mirror to build from: AIRLOCK_DEBIAN_MIRROR, else apt's; neither is an error that says what to set. */
+export async function requireDebianMirror(files: readonly string[] = APT_SOURCE_FILES): Promise<string> {
+  const named = process.env['AIRLOCK_DEBIAN_MIRROR']?.trim();
+  if (named) return named.replace(/\/+$/, '');
+  const found = await detectDebianMirror(files);
+  if (found !== undefined) return found;
+  throw new AirlockError(
+    'INVALID_ARGUMENTS',
+    `no Debian mirror found in ${files.join(' or ')}; set AIRLOCK_DEBIAN_MIRROR to the URL of a Debian mirror this machine can reach (the one apt would use)`,
+  );
 }
 
 /** The first `deb` URI of an enabled deb822 stanza that is not the security archive. */

@@ -17,12 +17,13 @@ import { z } from 'zod';
 import { AirlockError } from '../core/errors.js';
 import { DEBIAN_BOOKWORM, DEBIAN_BOOKWORM_DESKTOP, DebianImageBuilder } from './debian-image-builder.js';
 import { DESKTOP_IMAGE_ENV } from './desktop-image-files.js';
-import { detectDebianMirror } from './debian-mirror.js';
+import { requireDebianMirror } from './debian-mirror.js';
 import type { ImageCatalog, ImageProgress, ImageRecord } from '../core/image-catalog.js';
 import { digestRootfs } from './image-digest.js';
 import { errnoCode, toImageError } from './image-errors.js';
 import { imageExists, removeAtomically, StagingDirectory, sweepLeftovers, writeJsonAtomic } from './image-staging.js';
 import { importOciArchive as importArchive } from './oci-archive-importer.js';
+import { ensureRootfsBlockImage } from './rootfs-block-image.js';
 
 /** Options of the host image catalog. */
 export interface LocalImageCatalogOptions {
@@ -30,7 +31,7 @@ export interface LocalImageCatalogOptions {
   root: string;
   /** where the Debian build cache lives, e.g. `/var/cache/airlock` (shared by data dirs) */
   cacheDir: string;
-  /** Debian mirror for debootstrap; default: the one apt uses on this machine, else deb.debian.org */
+  /** Debian mirror for debootstrap; default: $AIRLOCK_DEBIAN_MIRROR, else the one apt uses on this machine */
   mirror?: string;
   /** debootstrap executable; default: found on PATH or in the sbin directories */
   debootstrapPath?: string;
@@ -102,6 +103,11 @@ export class LocalImageCatalog implements ImageCatalog {
     return record;
   }
 
+  /** The image's root filesystem as a read-only ext4 image file, cached per digest under the cache dir. */
+  async rootfsBlockDevice(name: string): Promise<string> {
+    return ensureRootfsBlockImage(await this.get(name), this.options.cacheDir);
+  }
+
   /**
    * Builds Debian bookworm (minbase + python3, ca-certificates, procps) with debootstrap, from the cache when it has a
    * verified copy; `desktop` adds a display, a VNC server, Chromium and xdotool (docs/desktop.md).
@@ -117,7 +123,7 @@ export class LocalImageCatalog implements ImageCatalog {
     }
     const onProgress = options.onProgress ?? (() => undefined);
     return this.stage(name, force, onProgress, async (rootfs) => {
-      const mirror = this.options.mirror ?? (await detectDebianMirror());
+      const mirror = this.options.mirror ?? (await requireDebianMirror());
       const builder = new DebianImageBuilder({
         cacheDir: this.options.cacheDir,
         mirror,

@@ -7,7 +7,10 @@
 import { z } from 'zod';
 import { normalizeAbsolutePath } from './filesystem-policy.js';
 import { TOOL_NAMES } from './policy-vocabulary.js';
-import type { ContractPolicy, SessionContract } from '../core/session-contract.js';
+import { SANDBOX_KINDS, type ContractPolicy, type SessionContract } from '../core/session-contract.js';
+
+/** Sandbox drivers a contract may ask for (the values live in the core, with the contract's type). */
+export { SANDBOX_KINDS };
 import { issuesFromZod, invalidContract } from './contract-issues.js';
 import { resolveContractPolicies, type PolicyFileOptions } from './contract-policies.js';
 import { decodeContractText } from './contract-text.js';
@@ -25,6 +28,7 @@ export type {
   ContractPolicy,
   ContractResources,
   EnforcementMode,
+  SandboxKind,
   SessionContract,
 } from '../core/session-contract.js';
 
@@ -130,6 +134,7 @@ export const sessionContractSchema = z.strictObject({
         context.addIssue({ code: 'custom', path: ['maxMemoryMb'], message: `must be at least memoryMb (${resources.memoryMb})` });
       }
     }),
+  sandbox: z.enum(SANDBOX_KINDS).optional(),
   budgets: z
     .strictObject({
       maxToolCalls: int(1, 10_000_000).optional(),

@@ -5,10 +5,11 @@
  * runaway writer fills its own disk (DISK_FULL) and never the host's.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, readdir, rm, stat, statfs, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, statfs, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AirlockError } from '../core/errors.js';
 import type { DiskUsage, SessionDisks } from '../core/session-disks.js';
+import type { DiskImages } from '../objects/disk-images.js';
 
 /** Options of LoopDisks. */
 export interface LoopDisksOptions {
@@ -19,9 +20,12 @@ export interface LoopDisksOptions {
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const IMAGE = 'disk.ext4';
 const MOUNT = 'mnt';
+/** beside the image: the snapshot it was last saved into (object storage) */
+const SAVED_IN = 'saved-in';
+const SNAPSHOT_ID = /^[a-z]+_[0-9a-z]+$/;
 
 /** SessionDisks on loop-mounted sparse ext4 images (needs root, mkfs.ext4, mount, losetup). */
-export class LoopDisks implements SessionDisks {
+export class LoopDisks implements SessionDisks, DiskImages {
   readonly root: string;
 
   constructor(options: LoopDisksOptions) {
@@ -58,6 +62,16 @@ export class LoopDisks implements SessionDisks {
     }
     if (!(await isMountPoint(join(dir, MOUNT)))) await this.mount(sessionId);
     return join(dir, MOUNT);
+  }
+
+  async blockDevice(sessionId: string): Promise<string> {
+    const dir = this.dirOf(sessionId);
+    if (!(await exists(join(dir, IMAGE)))) {
+      throw new AirlockError('NOT_FOUND', `session ${sessionId} has no disk under ${this.root}; create it first`);
+    }
+    // No lazy unmount here: a filesystem still mounted on the host while a guest mounts it is corruption.
+    await this.unmount(sessionId, false);
+    return join(dir, IMAGE);
   }
 
   async clone(fromSessionId: string, toSessionId: string): Promise<string> {
@@ -103,6 +117,54 @@ export class LoopDisks implements SessionDisks {
     return join(to, MOUNT);
   }
 
+  async has(sessionId: string): Promise<boolean> {
+    return exists(join(this.dirOf(sessionId), IMAGE));
+  }
+
+  async readImage<T>(sessionId: string, read: (imagePath: string, sizeBytes: number) => Promise<T>): Promise<T> {
+    const source = await this.ensureMounted(sessionId);
+    const image = join(this.dirOf(sessionId), IMAGE);
+    // Frozen: the journal is flushed into the image and writers wait, so every byte read is of one instant.
+    await run('fsfreeze', ['--freeze', source]).catch((error: unknown) => {
+      throw diskError(error, `freezing the disk of session ${sessionId} to read it`);
+    });
+    try {
+      return await read(image, (await stat(image)).size);
+    } finally {
+      await run('fsfreeze', ['--unfreeze', source]);
+    }
+  }
+
+  async createFromImage(sessionId: string, write: (imagePath: string) => Promise<void>): Promise<string> {
+    const dir = this.dirOf(sessionId);
+    if (await exists(join(dir, IMAGE))) {
+      throw new AirlockError('INVALID_STATE', `session ${sessionId} already has a disk; destroy it first`);
+    }
+    await mkdir(join(dir, MOUNT), { recursive: true });
+    const partial = join(dir, `${IMAGE}.partial`);
+    try {
+      await rm(partial, { force: true });
+      await write(partial);
+      await rename(partial, join(dir, IMAGE));
+      await this.mount(sessionId);
+    } catch (error) {
+      await this.destroy(sessionId).catch(() => undefined);
+      throw diskError(error, `creating the disk of session ${sessionId} from object storage`);
+    }
+    return join(dir, MOUNT);
+  }
+
+  async savedIn(sessionId: string): Promise<string | undefined> {
+    const text = await readFile(join(this.dirOf(sessionId), SAVED_IN), 'utf8').catch(() => '');
+    return SNAPSHOT_ID.test(text.trim()) ? text.trim() : undefined;
+  }
+
+  async recordSavedIn(sessionId: string, snapshotId: string): Promise<void> {
+    const path = join(this.dirOf(sessionId), SAVED_IN);
+    await writeFile(`${path}.tmp`, snapshotId);
+    await rename(`${path}.tmp`, path);
+  }
+
   async sync(sessionId: string): Promise<void> {
     const mountPoint = join(this.dirOf(sessionId), MOUNT);
     if (!(await isMountPoint(mountPoint))) return;
@@ -113,11 +175,7 @@ export class LoopDisks implements SessionDisks {
 
   async destroy(sessionId: string): Promise<void> {
     const dir = this.dirOf(sessionId);
-    const mountPoint = join(dir, MOUNT);
-    // Loop until nothing is mounted there: a crash may have stacked mounts.
-    for (let attempt = 0; attempt < 5 && (await isMountPoint(mountPoint)); attempt++) {
-      await run('umount', [mountPoint]).catch(() => run('umount', ['-l', mountPoint]));
-    }
+    await this.unmount(sessionId);
     // `mount -o loop` auto-detaches on umount, but not after a crash between attach and mount.
     if (await exists(join(dir, IMAGE))) {
       const attached = await run('losetup', ['-j', join(dir, IMAGE)]).catch(() => '');
@@ -130,9 +188,17 @@ export class LoopDisks implements SessionDisks {
   }
 
   async usage(sessionId: string): Promise<DiskUsage> {
-    const mountPoint = await this.ensureMounted(sessionId);
-    const stats = await statfs(mountPoint);
-    return { sizeBytes: stats.blocks * stats.bsize, usedBytes: (stats.blocks - stats.bfree) * stats.bsize };
+    const dir = this.dirOf(sessionId);
+    const mountPoint = join(dir, MOUNT);
+    if (await isMountPoint(mountPoint)) {
+      const stats = await statfs(mountPoint);
+      return { sizeBytes: stats.blocks * stats.bsize, usedBytes: (stats.blocks - stats.bfree) * stats.bsize };
+    }
+    // Not mounted (attached to a microVM as a block device, which the host must not mount meanwhile):
+    // the host blocks the sparse image holds are what the session wrote, give or take ext4's metadata.
+    const image = await stat(join(dir, IMAGE)).catch(() => undefined);
+    if (!image) throw new AirlockError('NOT_FOUND', `session ${sessionId} has no disk under ${this.root}; create it first`);
+    return { sizeBytes: image.size, usedBytes: Math.min(image.size, image.blocks * 512) };
   }
 
   async list(): Promise<string[]> {
@@ -153,12 +219,28 @@ export class LoopDisks implements SessionDisks {
    * separate `sync`: every process spawned here lengthens a snapshot's pause.)
    */
   private async frozenCopy(sessionId: string, dest: string): Promise<void> {
-    const source = await this.ensureMounted(sessionId);
+    const source = join(this.dirOf(sessionId), MOUNT);
+    if (!(await isMountPoint(source))) {
+      // Attached to a microVM (or idle): nothing on the host writes to it, and a VM's caller stopped it first.
+      await run('cp', ['--reflink=auto', '--sparse=always', join(this.dirOf(sessionId), IMAGE), dest]);
+      return;
+    }
     await run('fsfreeze', ['--freeze', source]);
     try {
       await run('cp', ['--reflink=auto', '--sparse=always', join(this.dirOf(sessionId), IMAGE), dest]);
     } finally {
       await run('fsfreeze', ['--unfreeze', source]);
+    }
+  }
+
+  /** Unmounts the disk wherever it is mounted (a crash may have stacked mounts); idempotent. */
+  private async unmount(sessionId: string, lazyFallback = true): Promise<void> {
+    const mountPoint = join(this.dirOf(sessionId), MOUNT);
+    for (let attempt = 0; attempt < 5 && (await isMountPoint(mountPoint)); attempt++) {
+      await run('umount', [mountPoint]).catch((error: unknown) => {
+        if (lazyFallback) return run('umount', ['-l', mountPoint]);
+        throw diskError(error, `unmounting the disk of session ${sessionId} from the host (something on the host still uses ${mountPoint})`);
+      });
     }
   }
 

@@ -51,11 +51,12 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
   return {
     driver,
     hostSecret: secret,
+    networkSubnet: '10.213.64.0/20',
     async newSpec(options: SpecOptions = {}): Promise<SandboxSpec> {
       counter += 1;
       const sandboxId = `t${counter}-${randomBytes(3).toString('hex')}`;
       let sessionId = options.sameDiskAs?.sessionId;
-      let diskDir = options.sameDiskAs?.diskDir;
+      let diskDir = options.sameDiskAs?.disk.path;
       if (!sessionId || !diskDir) {
         sessionId = `session-${counter}-${randomBytes(3).toString('hex')}`;
         diskDir = await disks.create(sessionId, 1024);
@@ -66,18 +67,19 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
       const spec: SandboxSpec = {
         sandboxId,
         sessionId,
-        rootfsDir,
-        diskDir,
+        rootfs: { kind: 'directory', path: rootfsDir },
+        disk: { kind: 'directory', path: diskDir },
         stateDir: join(stateRoot, 'sandboxes', sandboxId),
         hostname: `box-${counter}`,
         resources: { ...DEFAULT_RESOURCES, ...options.resources },
         env: options.env ?? {},
         ...(options.oneShot ? { oneShot: options.oneShot } : {}),
+        ...(options.network ? { network: options.network } : {}),
       };
       specs.set(sandboxId, spec);
       return spec;
     },
-    workspaceHostDir: (spec) => join(spec.diskDir, 'workspace'),
+    workspaceHostDir: (spec) => join(spec.disk.path, 'workspace'),
     async newImageDir(): Promise<string> {
       await mkdir(join(base, 'images'), { recursive: true });
       return join(base, 'images', `image-${(counter += 1)}`);
@@ -88,7 +90,7 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
       try {
         // Destroy whatever a failed case left, then prove nothing leaked anywhere.
         for (const spec of specs.values()) {
-          const handle: SandboxHandle = { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driverData: { stateDir: spec.stateDir, diskDir: spec.diskDir } };
+          const handle: SandboxHandle = { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driverData: { stateDir: spec.stateDir, diskDir: spec.disk.path } };
           await driver.destroy(handle);
         }
         for (const sessionId of sessions) await disks.destroy(sessionId);

@@ -6,6 +6,7 @@
 import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakeDriver } from '../../src/drivers/fake/fake-driver.js';
+import { SandboxDrivers } from '../../src/core/sandbox-drivers.js';
 import { SqliteStore } from '../../src/stores/sqlite/sqlite-store.js';
 import { SnapshotDirectory } from '../../src/storage/snapshot-directory.js';
 import type { SessionService } from '../../src/core/session-service.js';
@@ -40,6 +41,10 @@ export class DirectoryDisks implements SessionDisks {
     const dir = join(this.root, sessionId);
     mkdirSync(dir, { recursive: true });
     return dir;
+  }
+  /** A directory stands in for the image file: unit tests never attach it. */
+  async blockDevice(sessionId: string): Promise<string> {
+    return this.ensureMounted(sessionId);
   }
   async clone(_from: string, to: string): Promise<string> {
     return this.ensureMounted(to);
@@ -96,6 +101,9 @@ export class StaticImages implements ImageCatalog {
     return this.image;
   }
   async remove(): Promise<void> {}
+  async rootfsBlockDevice(): Promise<string> {
+    return `${this.image.rootfsDir}.ext4`;
+  }
 }
 
 /** An authorizer answering from a function of the context. */
@@ -134,7 +142,9 @@ export class ManualClock implements Clock {
 /** The wired core. */
 export interface CoreFixture {
   dir: string;
+  /** the default driver */
   driver: FakeDriver;
+  drivers: SandboxDrivers;
   store: Store;
   audit: AuditLog;
   /** the audit key of this fixture's chains */
@@ -143,6 +153,7 @@ export interface CoreFixture {
   disposal: SnapshotDisposal;
   core: CoreServices;
   disks: DirectoryDisks;
+  images: StaticImages;
   sessions: SessionService;
   approvals: ApprovalService;
   pipeline: ToolPipeline;
@@ -174,12 +185,15 @@ export interface CoreFixtureOptions {
   auditKey?: Buffer;
   /** the server this core speaks for; default `srv_test` */
   owner?: string;
+  /** drivers besides the default fake one (e.g. a fake microVM driver) */
+  extraDrivers?: FakeDriver[];
 }
 
 /** Builds a fresh fixture over the fake driver and in-memory disks and images. */
 export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
   const dir = mkdtempSync('/tmp/airlock-core-');
   const driver = new FakeDriver();
+  const drivers = new SandboxDrivers([driver, ...(options.extraDrivers ?? [])]);
   const store = options.store ?? new SqliteStore(join(dir, 'airlock.db'));
   const artifacts = new SnapshotDirectory(join(dir, 'snapshots'));
   const disks = new DirectoryDisks(join(dir, 'disks'));
@@ -187,12 +201,14 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
   const auditKey = options.auditKey ?? randomBytes(32);
   const audit = new AuditLog({ key: auditKey, clock: systemClock });
   // the fake checkpoint writes nothing: give every snapshot one file so it can be sealed
-  const realCheckpoint = driver.checkpoint.bind(driver);
-  driver.checkpoint = async (handle, imageDir, checkpointOptions) => {
-    mkdirSync(imageDir, { recursive: true });
-    writeFileSync(join(imageDir, 'checkpoint.img'), `memory of ${handle.sandboxId}`);
-    return realCheckpoint(handle, imageDir, checkpointOptions);
-  };
+  for (const each of drivers.all() as FakeDriver[]) {
+    const realCheckpoint = each.checkpoint.bind(each);
+    each.checkpoint = async (handle, imageDir, checkpointOptions) => {
+      mkdirSync(imageDir, { recursive: true });
+      writeFileSync(join(imageDir, 'checkpoint.img'), `memory of ${handle.sandboxId}`);
+      return realCheckpoint(handle, imageDir, checkpointOptions);
+    };
+  }
   const authorizer = new ScriptedAuthorizer();
   const analyze = (input: { command?: string; argv?: string[] }): CommandAnalysis => {
     const words = input.command ? input.command.split(/[\s;&|]+/) : (input.argv ?? []);
@@ -203,7 +219,7 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
   const core = buildCoreServices({
     store,
     audit,
-    driver,
+    drivers,
     disks,
     images,
     artifacts,
@@ -220,6 +236,7 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
   return {
     dir,
     driver,
+    drivers,
     store,
     audit,
     auditKey,
@@ -227,6 +244,7 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
     disposal: core.disposal,
     core,
     disks,
+    images,
     sessions: core.sessions,
     approvals: core.approvals,
     pipeline: core.pipeline,
@@ -248,7 +266,7 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
       });
     },
     reconcile() {
-      return reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, driver, disks, artifacts });
+      return reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, drivers, specs: core.specs, disks, artifacts });
     },
     async close() {
       await core.takeovers.close();

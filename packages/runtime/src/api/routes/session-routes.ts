@@ -9,6 +9,7 @@ const createBody = z.strictObject({
   image: z.string().min(1).optional(),
   contract: z.unknown().optional(),
   mode: z.enum(['machine', 'per-call']).optional(),
+  sandbox: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'expected a sandbox driver name such as gvisor or microvm').optional(),
   idleTimeoutSeconds: z.number().int().positive().optional(),
 });
 
@@ -24,6 +25,7 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
       contract,
       ...(body.image === undefined ? {} : { imageName: body.image }),
       ...(body.mode === undefined ? {} : { mode: body.mode }),
+      ...(body.sandbox === undefined ? {} : { sandbox: body.sandbox }),
     });
     return reply.status(201).send(sessionView(session));
   });

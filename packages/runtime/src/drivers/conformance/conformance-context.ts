@@ -5,7 +5,8 @@
  * through this context.
  */
 import assert from 'node:assert/strict';
-import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources, SandboxSpec } from '../../core/sandbox-driver.js';
+import type { TestContext } from 'node:test';
+import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxNetwork, SandboxResources, SandboxSpec } from '../../core/sandbox-driver.js';
 
 /** Options for a new spec. */
 export interface SpecOptions {
@@ -14,15 +15,19 @@ export interface SpecOptions {
   sameDiskAs?: SandboxSpec;
   oneShot?: { argv: string[] };
   env?: Record<string, string>;
+  network?: SandboxNetwork;
 }
 
 /** The host side of a driver under test. */
 export interface ConformanceContext {
   driver: SandboxDriver;
-  /** A spec with a new sandboxId and state dir, on a fresh (or the given) session disk. */
+  /** A spec with a new sandboxId and state dir, on a fresh (or the given) session disk, its volumes in the driver's forms. */
   newSpec(options?: SpecOptions): Promise<SandboxSpec>;
-  /** Host directory that is /workspace inside the sandboxes of `spec`. */
-  workspaceHostDir(spec: SandboxSpec): string;
+  /**
+   * Host directory that is /workspace inside the sandboxes of `spec`, for drivers whose disk the host
+   * sees live (`capabilities.sharedDisk`); absent otherwise (a VM's disk is inside its guest).
+   */
+  workspaceHostDir?(spec: SandboxSpec): string;
   /** A host path for a checkpoint image that does not exist yet. */
   newImageDir(): Promise<string>;
   /** A file that exists on the host only; sandboxes must not see it. */
@@ -33,6 +38,20 @@ export interface ConformanceContext {
   imageFingerprint(): Promise<string>;
   /** Releases everything the context made; called once after the suite. */
   dispose(): Promise<void>;
+  /** Why this driver runs no commands (a fake answering from a handler): every case that needs a process skips, saying so. */
+  runsNoCommands?: string;
+  /**
+   * An IPv4 subnet (e.g. 10.213.64.0/20) the networking case may give its sandbox; the host side is a
+   * namespace the driver makes. Absent: the case skips.
+   */
+  networkSubnet?: string;
+}
+
+/** Skips a case that runs commands on a driver that runs none; true when it skipped. */
+export function skipWithoutCommands(context: ConformanceContext, t: TestContext): boolean {
+  if (context.runsNoCommands === undefined) return false;
+  t.skip(context.runsNoCommands);
+  return true;
 }
 
 /** Default resources of conformance sandboxes. */

@@ -1,7 +1,8 @@
 /**
  * The shared test suite every SandboxDriver passes (node:test). A driver's
  * test file calls `runDriverConformance('gvisor', makeContext)`; cases that
- * the driver's capabilities exclude are skipped with the reason.
+ * the driver's capabilities exclude are skipped with the reason, and so is every case that needs a
+ * process on a driver that runs none (the fake).
  */
 import { after, before, describe } from 'node:test';
 import { commandCases } from './command-cases.js';
@@ -10,6 +11,9 @@ import { containmentCases } from './containment-cases.js';
 import { lifecycleCases } from './lifecycle-cases.js';
 import { identityCases } from './identity-cases.js';
 import { portCases } from './port-cases.js';
+import { fileCases } from './file-cases.js';
+import { networkCases } from './network-cases.js';
+import { specificationCases } from './specification-cases.js';
 
 /** What a driver's test file provides to the suite. */
 export type { ConformanceContext, SpecOptions } from './conformance-context.js';
@@ -31,10 +35,13 @@ export function runDriverConformance(name: string, makeContext: () => Promise<Co
     after(async () => {
       await context?.dispose();
     });
+    specificationCases(getContext);
     commandCases(getContext);
+    fileCases(getContext);
     lifecycleCases(getContext);
     identityCases(getContext);
     containmentCases(getContext);
     portCases(getContext);
+    networkCases(getContext);
   });
 }

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import type { SandboxHandle } from '../../core/sandbox-driver.js';
-import { shOk, type ConformanceContext } from './conformance-context.js';
+import { shOk, skipWithoutCommands, type ConformanceContext } from './conformance-context.js';
 
 // Reads 16 bytes of /dev/urandom each time /tmp/ask appears; started before the checkpoint.
 const READER = `while :; do if [ -e /tmp/ask ]; then rm -f /tmp/ask; head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n' > /tmp/answer; fi; sleep 0.05; done </dev/null >/dev/null 2>&1 &`;
@@ -18,6 +18,7 @@ export function identityCases(getContext: () => ConformanceContext): void {
   describe('identity of restored sandboxes', () => {
     it('personalize gives each branch its own hostname and machine id; urandom differs, also in a process running at the checkpoint', async (t: TestContext) => {
       const { driver } = getContext();
+      if (skipWithoutCommands(getContext(), t)) return;
       if (!driver.capabilities.snapshot || !driver.capabilities.fork) return t.skip('driver declares no snapshot/fork capability');
       const image = await getContext().newImageDir();
       const handle = await driver.start(await getContext().newSpec());

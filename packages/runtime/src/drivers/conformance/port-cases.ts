@@ -3,9 +3,9 @@
  * for the start/run split of a command's time that per-call timing reports.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import type { Duplex } from 'node:stream';
-import { sh, shOk, withSandbox, type ConformanceContext } from './conformance-context.js';
+import { sh, shOk, withSandbox, skipWithoutCommands, type ConformanceContext } from './conformance-context.js';
 
 /**
  * A one-connection echo service on 127.0.0.1:`port`, from the driver's toolbox busybox (so it works on
@@ -18,7 +18,8 @@ const SERVER = (toolbox: string, port: number) =>
 /** Registers the port and timing cases. */
 export function portCases(getContext: () => ConformanceContext): void {
   describe('ports and timing', () => {
-    it('connect reaches a port on the sandbox loopback both ways; a closed port fails with PORT_UNREACHABLE', async () => {
+    it('connect reaches a port on the sandbox loopback both ways; a closed port fails with PORT_UNREACHABLE', async (t: TestContext) => {
+      if (skipWithoutCommands(getContext(), t)) return;
       const { driver } = getContext();
       await withSandbox(getContext(), {}, async (handle) => {
         await shOk(driver, handle, SERVER(driver.toolboxPath, 8123));
@@ -33,7 +34,8 @@ export function portCases(getContext: () => ConformanceContext): void {
       });
     });
 
-    it('reports how much of a command’s time went into starting it, apart from its own output', async () => {
+    it('reports how much of a command’s time went into starting it, apart from its own output', async (t: TestContext) => {
+      if (skipWithoutCommands(getContext(), t)) return;
       const { driver } = getContext();
       await withSandbox(getContext(), {}, async (handle) => {
         const out: Buffer[] = [];

@@ -5,18 +5,22 @@
  */
 import type { Duplex } from 'node:stream';
 import { AirlockError } from '../../core/errors.js';
-import type {
-  CheckpointResult,
-  DriverCapabilities,
-  ExecOutcome,
-  ExecRequest,
-  SandboxDriver,
-  SandboxHandle,
-  SandboxIdentity,
-  SandboxListing,
-  SandboxResources,
-  SandboxSpec,
-  SandboxUsage,
+import {
+  type CheckpointResult,
+  type DriverCapabilities,
+  type DriverVolumes,
+  type SandboxPurpose,
+  type ExecOutcome,
+  type ExecRequest,
+  type SandboxDriver,
+  type SandboxHandle,
+  type SandboxIdentity,
+  type SandboxListing,
+  type SandboxResources,
+  type SandboxSpec,
+  type SandboxUsage,
+  blockDeviceOf,
+  directoryOf,
 } from '../../core/sandbox-driver.js';
 
 /** Answer of the fake to one exec. */
@@ -27,11 +31,21 @@ export interface FakeExecAnswer {
   stderr?: string;
 }
 
+/** How a fake presents itself: its name, capabilities and volume forms (to stand in for any driver). */
+export interface FakeDriverOptions {
+  name?: string;
+  capabilities?: Partial<DriverCapabilities>;
+  volumes?: DriverVolumes;
+}
+
+const HOSTNAME = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+
 /** A recording, scriptable driver. */
 export class FakeDriver implements SandboxDriver {
-  readonly specificationVersion = 'v1' as const;
-  readonly name = 'fake';
-  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: false, resize: true, pause: true };
+  readonly specificationVersion = 'v2' as const;
+  readonly name: string;
+  readonly capabilities: DriverCapabilities;
+  readonly volumes: DriverVolumes;
   readonly toolboxPath = '/.airlock/bin/busybox';
   /** every exec, in order */
   readonly execs: { sandboxId: string; argv: string[] }[] = [];
@@ -47,12 +61,24 @@ export class FakeDriver implements SandboxDriver {
     throw new AirlockError('PORT_UNREACHABLE', `nothing listens on port ${port} in fake sandbox ${sandboxId}`);
   };
 
+  constructor(options: FakeDriverOptions = {}) {
+    this.name = options.name ?? 'fake';
+    this.capabilities = { snapshot: true, fork: true, network: false, resize: true, pause: true, sharedDisk: true, ...options.capabilities };
+    this.volumes = options.volumes ?? { rootfs: 'directory', disk: 'directory' };
+  }
+
   async checkHost(): Promise<void> {}
 
+  sandboxIdFor(purpose: SandboxPurpose): string {
+    return purpose.purpose === 'machine' ? `fake-${purpose.sessionId}-g${purpose.generation}` : `fake-${purpose.sessionId}-run-${purpose.nonce}`;
+  }
+
   async start(spec: SandboxSpec): Promise<SandboxHandle> {
+    this.checkVolumes(spec);
+    if (this.sandboxes.has(spec.sandboxId)) throw new AirlockError('INVALID_STATE', `fake sandbox ${spec.sandboxId} already exists; use a new sandboxId`);
     this.sandboxes.set(spec.sandboxId, 'running');
     this.owners.set(spec.sandboxId, spec.sessionId);
-    return { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driverData: {} };
+    return { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driver: this.name, driverData: {} };
   }
 
   async exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecOutcome> {
@@ -61,6 +87,7 @@ export class FakeDriver implements SandboxDriver {
   }
 
   async runOnce(spec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome> {
+    this.checkVolumes(spec);
     return this.answer(spec.sandboxId, { ...request, argv: spec.oneShot?.argv ?? [] });
   }
 
@@ -75,6 +102,9 @@ export class FakeDriver implements SandboxDriver {
 
   async personalize(handle: SandboxHandle, identity: SandboxIdentity): Promise<void> {
     if (!this.sandboxes.has(handle.sandboxId)) throw new Error(`fake sandbox ${handle.sandboxId} is not running`);
+    if (!HOSTNAME.test(identity.hostname) || !/^[0-9a-f]{32}$/.test(identity.machineId)) {
+      throw new AirlockError('INVALID_ARGUMENTS', 'invalid identity: hostname is 1-63 letters, digits and -, machineId 32 lowercase hex digits');
+    }
     this.identities.set(handle.sandboxId, { hostname: identity.hostname, machineId: identity.machineId });
   }
 
@@ -111,6 +141,12 @@ export class FakeDriver implements SandboxDriver {
       const sessionId = this.owners.get(sandboxId);
       return sessionId === undefined ? { sandboxId, status } : { sandboxId, status, sessionId };
     });
+  }
+
+  /** Refuses volumes in another form than this fake declares, as a real driver would. */
+  private checkVolumes(spec: SandboxSpec): void {
+    (this.volumes.rootfs === 'directory' ? directoryOf : blockDeviceOf)(spec.rootfs, 'rootfs');
+    (this.volumes.disk === 'directory' ? directoryOf : blockDeviceOf)(spec.disk, 'disk');
   }
 
   private answer(sandboxId: string, request: ExecRequest): ExecOutcome {

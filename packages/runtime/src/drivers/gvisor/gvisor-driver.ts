@@ -11,12 +11,14 @@ import { AirlockError } from '../../core/errors.js';
 import type {
   CheckpointResult,
   DriverCapabilities,
+  DriverVolumes,
   ExecOutcome,
   ExecRequest,
   SandboxDriver,
   SandboxHandle,
   SandboxIdentity,
   SandboxListing,
+  SandboxPurpose,
   SandboxResources,
   SandboxSpec,
   SandboxUsage,
@@ -37,8 +39,10 @@ import {
   prepareSandboxFiles,
   removeSandboxFiles,
   sandboxPaths,
+  directorySpec,
   validateEnv,
   validateSpec,
+  type DirectorySpec,
   type SandboxPaths,
 } from './sandbox-files.js';
 import { superviseCommand, type SupervisedOutcome } from './supervised-command.js';
@@ -81,9 +85,10 @@ interface GvisorHandleData {
 
 /** The SandboxDriver over gVisor's runsc. */
 export class GvisorDriver implements SandboxDriver {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly name = 'gvisor';
-  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: true, resize: true, pause: true };
+  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: true, resize: true, pause: true, sharedDisk: true };
+  readonly volumes: DriverVolumes = { rootfs: 'directory', disk: 'directory' };
   readonly toolboxPath = TOOLBOX_PATH;
 
   private readonly runsc: Runsc;
@@ -126,8 +131,12 @@ export class GvisorDriver implements SandboxDriver {
     await this.networks.pruneFirewall();
   }
 
+  sandboxIdFor(purpose: SandboxPurpose): string {
+    return purpose.purpose === 'machine' ? `airlock-${purpose.sessionId}-g${purpose.generation}` : `airlock-${purpose.sessionId}-run-${purpose.nonce}`;
+  }
+
   async start(spec: SandboxSpec): Promise<SandboxHandle> {
-    return this.launch(spec, undefined);
+    return this.launch(directorySpec(spec), undefined);
   }
 
   async exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecOutcome> {
@@ -140,7 +149,8 @@ export class GvisorDriver implements SandboxDriver {
     return { exitCode: outcome.exitCode, timedOut: outcome.timedOut, aborted: outcome.aborted, durationMs: outcome.durationMs, ...startOf(marker) };
   }
 
-  async runOnce(spec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome> {
+  async runOnce(volumeSpec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome> {
+    const spec = directorySpec(volumeSpec);
     const argv = spec.oneShot?.argv;
     if (!argv || argv.length === 0) throw new AirlockError('INVALID_ARGUMENTS', 'runOnce needs spec.oneShot.argv with at least one element');
     validateSpec(spec);
@@ -231,7 +241,7 @@ export class GvisorDriver implements SandboxDriver {
     if (!(await exists(join(imageDir, 'checkpoint.img')))) {
       throw new AirlockError('SNAPSHOT_NOT_FOUND', `no checkpoint image in ${imageDir}; take one with checkpoint() first`);
     }
-    return this.launch(spec, imageDir);
+    return this.launch(directorySpec(spec), imageDir);
   }
 
   async personalize(handle: SandboxHandle, identity: SandboxIdentity): Promise<void> {
@@ -315,7 +325,7 @@ export class GvisorDriver implements SandboxDriver {
       if (!listings.has(sandboxId)) listings.set(sandboxId, { sandboxId, status: 'stopped' });
     }
     for (const listing of listings.values()) {
-      const sessionId = (await this.registry.get(listing.sandboxId))?.sessionId;
+      const sessionId = (await this.registry.get(listing.sandboxId))?.sessionId ?? sessionIdFromName(listing.sandboxId);
       if (sessionId) listing.sessionId = sessionId;
     }
     return [...listings.values()];
@@ -330,12 +340,12 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   /** Records the sandbox before any of its host state exists, so a crash leaves it findable. */
-  private async register(spec: SandboxSpec): Promise<void> {
+  private async register(spec: DirectorySpec): Promise<void> {
     await this.registry.register({ sandboxId: spec.sandboxId, sessionId: spec.sessionId, stateDir: spec.stateDir, diskDir: spec.diskDir });
   }
 
   /** Starts a long-lived sandbox, fresh (`run`) or from an image (`restore`). */
-  private async launch(spec: SandboxSpec, imageDir: string | undefined): Promise<SandboxHandle> {
+  private async launch(spec: DirectorySpec, imageDir: string | undefined): Promise<SandboxHandle> {
     validateSpec(spec);
     await this.ensureRoots();
     const handle = this.handleOf(spec);
@@ -392,9 +402,9 @@ export class GvisorDriver implements SandboxDriver {
     return (await this.networks.create(spec.sandboxId, spec.network)).netnsPath;
   }
 
-  private handleOf(spec: SandboxSpec): SandboxHandle {
+  private handleOf(spec: DirectorySpec): SandboxHandle {
     const driverData: GvisorHandleData = { stateDir: spec.stateDir, diskDir: spec.diskDir };
-    return { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driverData: { ...driverData } };
+    return { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driver: this.name, driverData: { ...driverData } };
   }
 
   /** After a command failed: was it the sandbox that died (OOM kill, crash)? */
@@ -461,6 +471,12 @@ export class GvisorDriver implements SandboxDriver {
 /** `{ startMs }` when the command's start marker was seen. */
 function startOf(marker: StartMarkerFilter | undefined): { startMs?: number } {
   return marker?.startMs === undefined ? {} : { startMs: marker.startMs };
+}
+
+/** The session of a sandbox named by `sandboxIdFor` (sandboxes from before the registry have no entry). */
+function sessionIdFromName(sandboxId: string): string | undefined {
+  const match = /^airlock-(.+?)-(?:g\d+|run-[A-Za-z0-9]+|fork-.*)$/.exec(sandboxId);
+  return match?.[1];
 }
 
 function containerIdOf(sandboxId: string): string {

@@ -11,7 +11,7 @@
 import { lstat, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
-import type { SandboxSpec } from '../../core/sandbox-driver.js';
+import { directoryOf, type SandboxSpec } from '../../core/sandbox-driver.js';
 import { buildOciSpec } from './oci-spec.js';
 import { mountRootfsView, unmountRootfsView } from './rootfs-view.js';
 
@@ -42,8 +42,16 @@ export function sandboxPaths(stateDir: string, diskDir: string): SandboxPaths {
   };
 }
 
+/** A spec whose volumes are host directories, the form this driver takes (see `GvisorDriver.volumes`). */
+export type DirectorySpec = SandboxSpec & { rootfsDir: string; diskDir: string };
+
+/** The spec with its root filesystem and disk as directories; INVALID_ARGUMENTS for block devices. */
+export function directorySpec(spec: SandboxSpec): DirectorySpec {
+  return { ...spec, rootfsDir: directoryOf(spec.rootfs, 'rootfs'), diskDir: directoryOf(spec.disk, 'disk') };
+}
+
 /** Rejects specs that would be unsafe as paths, ids or shell data, with the fix in the message. */
-export function validateSpec(spec: SandboxSpec): void {
+export function validateSpec(spec: DirectorySpec): void {
   if (!ID_PATTERN.test(spec.sandboxId)) {
     throw new AirlockError('INVALID_ARGUMENTS', `invalid sandboxId ${JSON.stringify(spec.sandboxId)}: use up to 64 letters, digits, '.', '_' and '-'`);
   }
@@ -71,7 +79,7 @@ export function validateEnv(env: Record<string, string>): void {
  * overlay and workspace dirs, the rootfs view and the bundle.
  */
 export async function prepareSandboxFiles(options: {
-  spec: SandboxSpec;
+  spec: DirectorySpec;
   skeletonDir: string;
   toolboxHostPath: string;
   args: string[];
@@ -177,7 +185,7 @@ export async function isProcessAlive(pid: number): Promise<boolean> {
 }
 
 // A bind mount needs its mount point, and the read-only rootfs view cannot get new ones: only files the image has.
-async function existingFiles(spec: SandboxSpec): Promise<{ hostPath: string; sandboxPath: string }[]> {
+async function existingFiles(spec: DirectorySpec): Promise<{ hostPath: string; sandboxPath: string }[]> {
   const files: { hostPath: string; sandboxPath: string }[] = [];
   for (const file of spec.network?.files ?? []) {
     const inImage = await lstat(join(spec.rootfsDir, file.sandboxPath)).catch(() => undefined);

@@ -117,7 +117,7 @@ describe('ForkService', () => {
       const third = await small.sessions.create({ contract: small.contract() });
       await assert.rejects(small.forks.fork({ sessionId: third.id, snapshotId: otherSnapshot.id }, 1), { code: 'INVALID_ARGUMENTS', message: /belongs to session/ });
     } finally {
-      small.close();
+      await small.close();
     }
   });
 
@@ -208,7 +208,7 @@ describe('ForkService', () => {
       }
       assert.equal((await serial.sessions.list()).length, 3, 'parent, one branch, one failed branch');
     } finally {
-      serial.close();
+      await serial.close();
     }
   });
 });

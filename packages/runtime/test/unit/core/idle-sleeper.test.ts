@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { IdleSleeper, idlePolicyOf, setKeepAwake } from '../../../src/core/idle-sleeper.js';
 import type { SessionRecord } from '../../../src/core/session.js';
+import { FakeDriver } from '../../../src/drivers/fake/fake-driver.js';
 
 /** A promise with its resolver, to hold a fake driver call open. */
 function deferred(): { promise: Promise<void>; release: () => void } {
@@ -240,3 +241,50 @@ async function waitFor(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 1000 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 2));
   assert.ok(condition(), 'condition never became true');
 }
+
+describe('IdleSleeper and driver capabilities', () => {
+  it('never pauses a machine whose driver cannot pause, and never suspends one that cannot snapshot', async () => {
+    const fx = coreFixture({
+      extraDrivers: [new FakeDriver({ name: 'no-pause', capabilities: { pause: false } }), new FakeDriver({ name: 'no-snapshot', capabilities: { snapshot: false, fork: false } })],
+    });
+    let offsetMs = 0;
+    const sleeper = new IdleSleeper(fx.sessions, { clock: { now: () => new Date(Date.now() + offsetMs) } });
+    try {
+      const contract = fx.contract({ idle: { suspendAfterSeconds: 8 } });
+      const noPause = await fx.sessions.create({ contract, sandbox: 'no-pause' });
+      const noSnapshot = await fx.sessions.create({ contract, sandbox: 'no-snapshot' });
+      assert.equal(noPause.driver, 'no-pause');
+      assert.equal(noPause.sandbox?.driver, 'no-pause', 'the handle names the driver that made it');
+      offsetMs = 3_000;
+      await sleeper.tick();
+      assert.equal((await fx.sessions.get(noPause.id)).state, 'running', 'paused although its driver cannot pause');
+      assert.equal((await fx.sessions.get(noSnapshot.id)).state, 'paused');
+      offsetMs = 9_000;
+      await sleeper.tick();
+      assert.equal((await fx.sessions.get(noPause.id)).state, 'suspended', 'it can still be suspended');
+      assert.equal((await fx.sessions.get(noSnapshot.id)).state, 'paused', 'suspended although its driver cannot snapshot');
+      await assert.rejects(fx.sessions.resume(noPause.id).then(() => fx.sessions.pause(noPause.id)), { code: 'INVALID_STATE' });
+      await assert.rejects(fx.sessions.suspend(noSnapshot.id), { code: 'INVALID_STATE' });
+      await assert.rejects(fx.forks.fork({ sessionId: noSnapshot.id }, 1), { code: 'INVALID_STATE' });
+    } finally {
+      await sleeper.stop();
+      await fx.close();
+    }
+  });
+
+  it('records the driver a session asked for, refuses an unknown one and a contract that disagrees', async () => {
+    const fx = coreFixture({ extraDrivers: [new FakeDriver({ name: 'microvm' })] });
+    try {
+      assert.equal((await fx.sessions.create({ contract: fx.contract() })).driver, 'fake', 'the first driver is the default');
+      assert.equal((await fx.sessions.create({ contract: fx.contract({ sandbox: 'microvm' }) })).driver, 'microvm');
+      const before = (await fx.sessions.list()).length;
+      await assert.rejects(fx.sessions.create({ contract: fx.contract(), sandbox: 'nope' }), (error: Error & { code?: string }) => error.code === 'INVALID_ARGUMENTS' && /fake, microvm/.test(error.message));
+      await assert.rejects(fx.sessions.create({ contract: fx.contract({ sandbox: 'microvm' }), sandbox: 'fake' }), { code: 'INVALID_ARGUMENTS' });
+      assert.equal((await fx.sessions.list()).length, before, 'a refused create left a session');
+      const created = (await fx.store.listAudit((await fx.sessions.list())[1]?.id ?? '')).find((record) => record.type === 'session.created');
+      assert.equal(created?.data['sandbox'], 'microvm');
+    } finally {
+      await fx.close();
+    }
+  });
+});

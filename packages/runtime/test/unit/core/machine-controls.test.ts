@@ -15,7 +15,7 @@ describe('SessionResizer', () => {
     fx = coreFixture();
     resized.length = 0;
     fx.driver.resize = async (_handle, resources) => void resized.push(resources);
-    resizer = new SessionResizer(fx.sessions, fx.driver);
+    resizer = new SessionResizer(fx.sessions);
   });
   afterEach(() => fx.close());
 
@@ -69,7 +69,7 @@ describe('SessionPorts', () => {
   let ports: SessionPorts;
   beforeEach(() => {
     fx = coreFixture();
-    ports = new SessionPorts(fx.sessions, fx.driver);
+    ports = new SessionPorts(fx.sessions);
   });
   afterEach(() => fx.close());
 

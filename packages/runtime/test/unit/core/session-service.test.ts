@@ -60,6 +60,40 @@ describe('SessionService', () => {
     assert.deepEqual(left, [], 'no half snapshot is left behind');
   });
 
+  it('keeps the machine running, not paused, when sealing (uploading) the image fails, and says why', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    const seen: string[] = [];
+    fx.artifacts.seal = async (snapshotId, options) => {
+      seen.push(`seal:${fx.driver.sandboxes.get(session.sandbox?.sandboxId ?? '')}:${options?.liveDiskOf ?? ''}`);
+      throw new AirlockError('OBJECT_STORAGE_UNAVAILABLE', `object storage s3://bucket: writing ${snapshotId} failed: cannot reach it`);
+    };
+    await assert.rejects(fx.sessions.suspend(session.id), (error: AirlockError) => {
+      assert.equal(error.code, 'OBJECT_STORAGE_UNAVAILABLE');
+      assert.match(error.message, /^suspend of session .* failed: object storage/);
+      assert.equal(error.details['stillRunning'], true);
+      return true;
+    });
+    assert.deepEqual(seen, [`seal:paused:${session.id}`], 'the machine was paused, not stopped, while its image was sealed');
+    assert.equal(fx.driver.sandboxes.get(session.sandbox?.sandboxId ?? ''), 'running');
+    const after = await fx.sessions.get(session.id);
+    assert.equal(after.state, 'running');
+    assert.equal(after.pendingOperation, null);
+    const failed = await fx.store.listAudit(session.id, { types: ['session.suspend-failed'] });
+    assert.equal(failed.at(-1)?.data['code'], 'OBJECT_STORAGE_UNAVAILABLE');
+    assert.equal(failed.at(-1)?.data['stillRunning'], true);
+    assert.deepEqual(readdirSync(join(fx.dir, 'snapshots')), [], 'no half snapshot is left behind');
+    // and the session goes on: the next call runs on the same machine
+    assert.equal((await fx.pipeline.submit(session.id, 'exec', { argv: ['true'] })).status, 'completed');
+  });
+
+  it('refuses to resume over an image whose digest changed since the suspend, and stays suspended', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    await fx.sessions.suspend(session.id);
+    (fx.images.image as { digest: string }).digest = 'sha256:other-bytes';
+    await assert.rejects(fx.sessions.resume(session.id), { code: 'INVALID_STATE', message: /suspended on sha256:test; its memory cannot run on another root filesystem/ });
+    assert.equal((await fx.sessions.get(session.id)).state, 'suspended');
+  });
+
   it('refuses to resume from a snapshot altered on disk, and stays suspended', async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     const suspended = await fx.sessions.suspend(session.id);
@@ -84,7 +118,7 @@ describe('SessionService', () => {
     const handle = (await fx.sessions.get(session.id)).sandbox;
     assert.ok(handle);
     await fx.driver.checkpoint(handle, fx.artifacts.pathFor(snapshotId), { leaveRunning: false });
-    await fx.driver.start({ sandboxId: 'airlock-ses_orphan-g1', sessionId: 'ses_orphan', rootfsDir: '', diskDir: '', stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
+    await fx.driver.start({ sandboxId: 'airlock-ses_orphan-g1', sessionId: 'ses_orphan', rootfs: { kind: 'directory', path: '' }, disk: { kind: 'directory', path: '' }, stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
     const report = await fx.reconcile();
     assert.deepEqual(report.completed, [session.id]);
     assert.ok(report.orphansRemoved.includes('airlock-ses_orphan-g1'));
@@ -99,7 +133,7 @@ describe('SessionService', () => {
     const crashedCreate = await fx.sessions.create({ contract: fx.contract() });
     // A crash mid-create: the record says so and its sandbox exists, but the handle was never stored.
     await fx.forceRecord(crashedCreate.id, { pendingOperation: 'create', sandbox: null });
-    await fx.driver.start({ sandboxId: 'stuck-sandbox', sessionId: 'ses_gone', rootfsDir: '', diskDir: '', stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
+    await fx.driver.start({ sandboxId: 'stuck-sandbox', sessionId: 'ses_gone', rootfs: { kind: 'directory', path: '' }, disk: { kind: 'directory', path: '' }, stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
     const destroy = fx.driver.destroy.bind(fx.driver);
     fx.driver.destroy = async (handle) => {
       if (handle.sandboxId === 'stuck-sandbox') throw new AirlockError('DRIVER_FAILED', 'runsc delete timed out');

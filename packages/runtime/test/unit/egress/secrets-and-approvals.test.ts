@@ -71,7 +71,7 @@ test('a connection waits for a human; the approval then covers host:port for the
     const [approval] = await approvals.list({ sessionId: 'ses_1', pendingOnly: true });
     assert.ok(approval);
     assert.equal(approval.call.tool, 'net.connect');
-    approvals.decide(approval.id, 'approve', 'tester', null);
+    await approvals.decide(approval.id, 'approve', 'tester', null);
     assert.equal((await pending).allowed, true);
     assert.equal((await waiting.resolve('ses_1', 'api.example.com', 443, decision)).allowed, true, 'no second question');
     assert.equal((await approvals.list({ sessionId: 'ses_1', pendingOnly: true })).length, 0);

@@ -10,7 +10,7 @@ import { access, chmod, lstat, mkdir, readdir, readFile, writeFile } from 'node:
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { DEBIAN_BOOKWORM, debianCacheKey } from '../../../src/images/debian-image-builder.js';
-import { DEFAULT_DEBIAN_MIRROR, detectDebianMirror, mirrorFromDeb822, mirrorFromSourcesList } from '../../../src/images/debian-mirror.js';
+import { detectDebianMirror, mirrorFromDeb822, mirrorFromSourcesList, requireDebianMirror } from '../../../src/images/debian-mirror.js';
 import { DebootstrapProgress } from '../../../src/images/debootstrap-progress.js';
 import type { ImageProgress } from '../../../src/core/image-catalog.js';
 import { LocalImageCatalog } from '../../../src/images/local-image-catalog.js';
@@ -30,7 +30,7 @@ mkdir -p "$4/usr/bin" "$4/etc" "$4/var/lib/apt/lists/partial" "$4/var/cache/apt/
 printf '#!/bin/sh\\n' > "$4/usr/bin/python3" && chmod 755 "$4/usr/bin/python3"
 ln -s usr/bin "$4/bin"
 echo buildhost > "$4/etc/hostname"
-touch "$4/var/lib/apt/lists/deb.debian.org_Packages" "$4/var/cache/apt/archives/adduser.deb" "$4/var/cache/apt/pkgcache.bin"
+touch "$4/var/lib/apt/lists/mirror.example_Packages" "$4/var/cache/apt/archives/adduser.deb" "$4/var/cache/apt/pkgcache.bin"
 echo "I: Base system installed successfully."
 `;
 
@@ -207,13 +207,21 @@ describe('the Debian mirror', () => {
   });
 
   test('comes from the first deb line of sources.list', () => {
-    const list = ['# deb http://commented.example/debian bookworm main', 'deb-src http://src.example/debian bookworm main', 'deb http://security.debian.org/debian-security bookworm-security main', 'deb [arch=amd64 signed-by=/k.gpg] http://list.example/debian bookworm main'].join('\n');
+    const list = ['# deb http://commented.example/debian bookworm main', 'deb-src http://src.example/debian bookworm main', 'deb http://security.example/debian-security bookworm-security main', 'deb [arch=amd64 signed-by=/k.gpg] http://list.example/debian bookworm main'].join('\n');
     assert.equal(mirrorFromSourcesList(list), 'http://list.example/debian');
   });
 
-  test('falls back to deb.debian.org when apt names none', async (t) => {
+  test('names no mirror of its own: without one from apt or AIRLOCK_DEBIAN_MIRROR it asks for one', async (t) => {
     const dir = await temporaryDirectory(t);
-    assert.equal(await detectDebianMirror([join(dir, 'none.sources'), join(dir, 'none.list')]), DEFAULT_DEBIAN_MIRROR);
+    const none = [join(dir, 'none.sources'), join(dir, 'none.list')];
+    assert.equal(await detectDebianMirror(none), undefined);
+    const saved = process.env['AIRLOCK_DEBIAN_MIRROR'];
+    delete process.env['AIRLOCK_DEBIAN_MIRROR'];
+    await assert.rejects(requireDebianMirror(none), /AIRLOCK_DEBIAN_MIRROR/);
+    process.env['AIRLOCK_DEBIAN_MIRROR'] = 'http://named.example/debian/';
+    assert.equal(await requireDebianMirror(none), 'http://named.example/debian');
+    if (saved === undefined) delete process.env['AIRLOCK_DEBIAN_MIRROR'];
+    else process.env['AIRLOCK_DEBIAN_MIRROR'] = saved;
     await writeFile(join(dir, 'debian.sources'), 'Types: deb\nURIs: http://found.example/debian\nSuites: bookworm\n');
     assert.equal(await detectDebianMirror([join(dir, 'debian.sources')]), 'http://found.example/debian');
   });

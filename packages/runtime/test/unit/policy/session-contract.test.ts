@@ -206,9 +206,9 @@ test('filesystem paths must be absolute and are normalized and deduplicated', ()
 test('network domains are exact names or *.wildcards with an optional port', () => {
   const contract = parseContract({
     version: 1,
-    network: { allowedDomains: ['example.com', '*.GitHub.com', 'registry.npmjs.org:443'], deniedDomains: [] },
+    network: { allowedDomains: ['example.com', '*.GitHub.com', 'packages.example.org:443'], deniedDomains: [] },
   });
-  assert.deepEqual(contract.network?.allowedDomains, ['example.com', '*.github.com', 'registry.npmjs.org:443']);
+  assert.deepEqual(contract.network?.allowedDomains, ['example.com', '*.github.com', 'packages.example.org:443']);
   const bad = ['*', 'http://example.com', 'example.com/path', '*.*.com', 'a..b', 'example.com:99999', '-x.com', 'exa mple.com'];
   const issues = issuesOf(() => parseContract({ version: 1, network: { allowedDomains: bad } }));
   assert.deepEqual(issues.map((issue) => issue.path), bad.map((_, index) => `network.allowedDomains[${index}]`));
