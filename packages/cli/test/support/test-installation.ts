@@ -233,7 +233,8 @@ export class TestInstallation {
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       child.stdin.end(options.input ?? '');
-      child.on('exit', (code) => resolveResult({ code: code ?? -1, stdout, stderr }));
+      // 'close', not 'exit': a child can exit before its last output has been read from the pipes.
+      child.on('close', (code) => resolveResult({ code: code ?? -1, stdout, stderr }));
     });
   }
 
