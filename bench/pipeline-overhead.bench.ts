@@ -23,7 +23,7 @@ const row = (name: string, samples: number[]) =>
 
 try {
   const sandbox = await Sandbox.create({ url: server.url, token: 'bench', contract });
-  const session = server.services.sessions.get(sandbox.id);
+  const session = await server.services.sessions.get(sandbox.id);
 
   // the decision alone, as the pipeline makes it
   const authorizer = new ContractAuthorizer();
@@ -33,12 +33,12 @@ try {
     const command = commands[i % commands.length] ?? '';
     const started = process.hrtime.bigint();
     const analysis = analyzeCommand({ command });
-    authorizer.authorize(session, { tool: 'exec', command, programs: analysis.programs, argv: [], analysable: analysis.analysable, analysisNotes: analysis.reasons, path: '', cwd: '/workspace', tenant: 'acme', callCount: i, identicalFailures: 0, branches: 0, access: 'none' });
+    authorizer.authorize(session, { tool: 'exec', command, programs: analysis.programs, argv: [], analysable: analysis.analysable, analysisNotes: analysis.reasons, path: '', cwd: '/workspace', tenant: 'acme', callCount: i, identicalFailures: 0, branches: 0, access: 'none', env: {} });
     if (i >= 1000) decisions.push(Number(process.hrtime.bigint() - started) / 1e6);
   }
 
   const driver = new GvisorDriver({ stateRoot: join(work, 'data', 'runsc') });
-  const handle = server.services.sessions.get(sandbox.id).sandbox;
+  const handle = (await server.services.sessions.get(sandbox.id)).sandbox;
   if (!handle) throw new Error('no sandbox');
   const direct: number[] = [];
   const pipeline: number[] = [];
@@ -66,7 +66,7 @@ try {
   process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exitCode = 1;
 } finally {
-  for (const session of server.services.sessions.list()) {
+  for (const session of await server.services.sessions.list()) {
     if (session.state !== 'terminated') await server.services.sessions.terminate(session.id).catch(() => undefined);
   }
   await server.close();
