@@ -32,6 +32,11 @@ phase() {
 
 phase unit "${unit[@]}"
 phase conformance "${conformance[@]}"
+if [ -n "${AIRLOCK_TEST_IMAGES_BUILDER_PID:-}" ]; then
+  # .ci/run builds the test images in the background; a failed build shows up as the tests' own build.
+  echo "=== tests: waiting for the test images being built in the background" >&2
+  while kill -0 "$AIRLOCK_TEST_IMAGES_BUILDER_PID" 2>/dev/null; do sleep 2; done
+fi
 phase end-to-end "${e2e[@]}"
 phase "microVM (slow)" "${slow[@]}"
 if [ -n "${AIRLOCK_TEST_POSTGRES_URL:-}" ]; then
