@@ -37,7 +37,9 @@ export function registerHostCommands(program: Command): void {
     .option('--allowed-origin <url>', 'let web pages of this origin call the server (repeatable; also AIRLOCK_ALLOWED_ORIGINS, comma-separated)', collect, [])
     .option('--allowed-host <name>', 'accept this name (NAME or NAME:PORT) in the Host header, e.g. behind a reverse proxy (repeatable; also AIRLOCK_ALLOWED_HOSTS)', collect, [])
     .option('--objects <s3-url>', 'keep snapshots and suspended disks in object storage, s3://BUCKET[/prefix] (endpoint, region, credentials: AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)', process.env['AIRLOCK_OBJECTS_URL'])
-    .action(async (options: { dataDir: string; listen: string; store?: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[]; objects?: string }) => {
+    .option('--node-id <name>', "this node's name in a cluster (default: the one the data dir got at its first start)")
+    .option('--advertise <url>', 'join a cluster: the address other nodes reach this one at, http://HOST:PORT (needs --store postgres://… and --objects)')
+    .action(async (options: { dataDir: string; listen: string; store?: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[]; objects?: string; nodeId?: string; advertise?: string }) => {
       const { host, port } = await parseListen(options.listen);
       const { startServer, redactUrl } = await runtime();
       const storeUrl = options.store ?? process.env['AIRLOCK_STORE_URL'];
@@ -50,10 +52,13 @@ export function registerHostCommands(program: Command): void {
         allowedHosts: options.allowedHost,
         ...(storeUrl ? { storeUrl } : {}),
         ...(options.objects ? { objects: options.objects } : {}),
+        ...(options.nodeId === undefined ? {} : { nodeId: options.nodeId }),
+        ...(options.advertise === undefined ? {} : { advertise: options.advertise }),
       });
       const r = server.reconciled;
       process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root}, store ${storeUrl ? redactUrl(storeUrl) : 'SQLite in the data dir'}, node ${server.nodeId})\n`);
       if (server.objects) process.stderr.write(`airlock: snapshots in object storage ${server.objects.description}\n`);
+      if (server.membership) process.stderr.write(`airlock: joined the cluster as node ${server.nodeId} at ${options.advertise ?? ''} (lease ${server.membership.leaseMs / 1000} s)\n`);
       if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);
       process.stderr.write(`airlock: export AIRLOCK_URL=${server.url} AIRLOCK_TOKEN=${server.token}\n`);
       if (r.adopted.length + r.rolledBack.length + r.completed.length + r.failed.length + r.orphansRemoved.length > 0) {
@@ -63,7 +68,7 @@ export function registerHostCommands(program: Command): void {
         process.stderr.write(`airlock: could not reconcile ${problem.item} (left as it was; also in the system audit log): ${problem.code}: ${problem.message}\n`);
       }
       const stop = async () => {
-        process.stderr.write('airlock: shutting down (sessions keep running and are adopted at the next start)\n');
+        process.stderr.write(`airlock: shutting down (sessions keep running and are adopted at the next start${server.membership ? '; leaving the cluster' : ''})\n`);
         await server.close();
         process.exit(0);
       };

@@ -15,6 +15,7 @@ function printSession(session: SessionInfo, json: boolean): void {
   const lines = [
     ['id', session.id],
     ['state', session.state],
+    ['node', String(session['node'] ?? '-')],
     ['mode', session.mode],
     ['image', `${session.image.name} (${session.image.digest.slice(0, 19)})`],
     ['tenant / principal', `${session.tenant} / ${session.principal}`],

@@ -49,6 +49,10 @@ import type { ImageCatalog } from './core/image-catalog.js';
 import type { SessionContract } from './core/session-contract.js';
 import type { ApprovalRecord } from './core/approval.js';
 import { OtlpExporter } from './telemetry/otlp-exporter.js';
+import { checkClusterOptions, checkNodeId, claimNodeId } from './cluster/cluster-options.js';
+import { hostCapacity, NodeMembership } from './cluster/node-membership.js';
+import { SessionRouting } from './cluster/session-routing.js';
+import { cpus, totalmem } from 'node:os';
 import { ContractAuthorizer } from './policy/contract-authorizer.js';
 import { invalidContract } from './policy/contract-issues.js';
 import { analyzeCommand } from './policy/shell-analysis.js';
@@ -104,6 +108,10 @@ export interface ServeOptions {
   consoleDir?: string;
   /** lifetime of a console login; default $AIRLOCK_CONSOLE_LOGIN_SECONDS, else 12 hours */
   consoleLoginSeconds?: number;
+  /** this data dir's node id (`--node-id`); default: the one made at its first start */
+  nodeId?: string;
+  /** join a cluster: the address other nodes reach this one at, http://HOST:PORT (`--advertise`); needs a PostgreSQL store and `objects` */
+  advertise?: string;
   /** origins whose web pages may call the server besides its own (`--allowed-origin`); $AIRLOCK_ALLOWED_ORIGINS adds more */
   allowedOrigins?: readonly string[];
   /** further names of the server for the Host header (`--allowed-host`); $AIRLOCK_ALLOWED_HOSTS adds more */
@@ -123,6 +131,8 @@ export interface RunningServer {
   http: FastifyInstance;
   /** the object-storage side of snapshots, when `objects` was given */
   objects: ObjectSnapshotArtifacts | undefined;
+  /** this node's membership of a cluster, when `advertise` was given */
+  membership: NodeMembership | undefined;
   close(): Promise<void>;
 }
 
@@ -201,9 +211,18 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   allowedHosts.forEach(parseAllowedHost);
   // Likewise a bad --objects, AWS environment or unreachable bucket is refused before the data dir is touched.
   const objectsUrl = options.objects ?? process.env['AIRLOCK_OBJECTS_URL'];
+  const storeUrl = options.storeUrl ?? process.env['AIRLOCK_STORE_URL'];
+  const cluster = checkClusterOptions({
+    ...(options.advertise === undefined ? {} : { advertise: options.advertise }),
+    storeKind: storeUrl ? 'postgres' : 'sqlite',
+    ...(objectsUrl ? { objects: objectsUrl } : {}),
+    ...(process.env['AIRLOCK_NODE_LEASE_SECONDS'] === undefined ? {} : { leaseSeconds: process.env['AIRLOCK_NODE_LEASE_SECONDS'] }),
+  });
+  if (options.nodeId !== undefined) checkNodeId(options.nodeId);
   const objectStore = objectsUrl ? await connectObjectStore(parseObjectStorageUrl(objectsUrl)) : undefined;
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
+  if (options.nodeId !== undefined) claimNodeId(layout.nodeIdFile, options.nodeId);
   const nodeId = loadOrCreateNodeId(layout);
   const drivers = new SandboxDrivers(
     options.drivers ??
@@ -223,7 +242,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       );
     });
   }
-  const storeUrl = options.storeUrl ?? process.env['AIRLOCK_STORE_URL'];
   const store = await openStore({ url: storeUrl, sqlitePath: layout.database });
   const opened = await checkStoreOfDataDir(layout, store, storeUrl)
     .then(() => openAuditLog(layout, store))
@@ -302,6 +320,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // Sessions from before owners existed: an embedded store only ever had this data dir's.
   if (store.kind === 'sqlite') await core.records.claimUnowned();
   const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, drivers, specs: core.specs, disks, artifacts });
+  // The leases of this node's sessions: from now on every write of them is fenced by their epoch.
+  await core.records.holdOwned();
   await core.approvals.resumeAfterRestart();
   // A backstop for a decision whose notification never arrived.
   core.approvals.startSweeping(30_000);
@@ -331,6 +351,32 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     if (missing.length > 0) throw invalidContract(missing);
     return contract;
   };
+  const membership = cluster
+    ? new NodeMembership({
+        store,
+        records: core.records,
+        clock: systemClock,
+        self: {
+          id: nodeId,
+          address: cluster.address,
+          capacity: hostCapacity(cpus().length, Math.floor(totalmem() / 1048576), Number.parseInt(process.env['AIRLOCK_NODE_MAX_SESSIONS'] ?? '', 10) || undefined),
+          runtimeVersion: await runtimeVersionOf(drivers.default),
+          airlockVersion: AIRLOCK_VERSION,
+        },
+        leaseMs: cluster.leaseMs,
+        suspend: (sessionId) => core.sessions.suspend(sessionId, 'manual'),
+        dropLocal: async (sessionId) => {
+          // What this host still has of a session another node now holds: its machines, then its disk.
+          for (const driver of drivers.all()) {
+            for (const sandbox of await driver.list()) {
+              if (sandbox.sessionId === sessionId) await driver.destroy({ sandboxId: sandbox.sandboxId, sessionId, driver: driver.name, driverData: {} });
+            }
+          }
+          if ((await disks.list()).includes(sessionId)) await disks.destroy(sessionId);
+        },
+        log: (message) => process.stderr.write(`airlock: ${message}\n`),
+      })
+    : undefined;
   const services: AirlockServices = {
     sessions: core.sessions,
     snapshots: core.snapshots,
@@ -349,6 +395,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     secrets,
     contracts: new ContractUpdates({ sessions: core.sessions, parseContract: (input) => parseContract(input), networks }),
     defaultContract: () => DEFAULT_CONTRACT,
+    ...(membership ? { cluster: { membership, routing: new SessionRouting({ store, records: core.records, membership }) } } : {}),
   };
   const loginSeconds = options.consoleLoginSeconds ?? (Number.parseInt(process.env['AIRLOCK_CONSOLE_LOGIN_SECONDS'] ?? '', 10) || undefined);
   const authentication = new Authentication(installationTokens(token), new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds }));
@@ -361,10 +408,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     console: ConsoleAssets.load(options.consoleDir ?? defaultConsoleAssetsDir()),
     listenHost: options.host,
     allowedOrigins,
-    allowedHosts,
+    // Other nodes forward calls with the advertised name in the Host header.
+    allowedHosts: cluster ? [...allowedHosts, new URL(cluster.address).host] : allowedHosts,
   });
   await http.listen({ host: options.host, port: options.port });
   writeFileSync(layout.pidFile, `${process.pid}\n`);
+  await membership?.join();
   const address = http.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
@@ -376,9 +425,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     nodeId,
     services,
     objects,
+    membership,
     reconciled,
     http,
     async close() {
+      await membership?.leave();
       retention.stop();
       await sleeper.stop();
       await core.takeovers.close();
@@ -396,6 +447,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       rmSync(layout.pidFile, { force: true });
     },
   };
+}
+
+/** The sandbox runtime's version, as nodes compare it for placement (a snapshot restores only on the runtime that took it). */
+async function runtimeVersionOf(driver: SandboxDriver): Promise<string> {
+  const facts = (await driver.describeRuntime?.().catch(() => undefined)) ?? {};
+  return [driver.name, ...Object.entries(facts).map(([key, value]) => `${key}=${value}`)].join(' ');
 }
 
 /** The bucket, checked reachable now: a bad setting fails the start before anything is created. */

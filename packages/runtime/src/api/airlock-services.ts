@@ -14,6 +14,8 @@ import type { ImageCatalog } from '../core/image-catalog.js';
 import type { ContractUpdates } from '../core/contract-updates.js';
 import type { SecretStore } from '../secrets/secret-store.js';
 import type { SessionContract } from '../core/session-contract.js';
+import type { SessionRouting } from '../cluster/session-routing.js';
+import type { NodeMembership } from '../cluster/node-membership.js';
 
 /** The services behind the API, wired by the composition root. */
 export interface AirlockServices {
@@ -44,4 +46,6 @@ export interface AirlockServices {
   contracts?: ContractUpdates;
   /** The contract applied when a session is created without one. */
   defaultContract(): SessionContract;
+  /** this node's membership of a cluster (`--advertise`): routing of session calls to the node holding them; absent: one node */
+  cluster?: { membership: NodeMembership; routing: SessionRouting };
 }

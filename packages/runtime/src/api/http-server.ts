@@ -23,6 +23,8 @@ import websocket from '@fastify/websocket';
 import { registerLoginRoutes } from './routes/login-routes.js';
 import { registerEventRoutes } from './routes/event-routes.js';
 import { registerTerminalRoutes } from './routes/terminal-routes.js';
+import { registerNodeRoutes } from './routes/node-routes.js';
+import { installClusterRouting } from './cluster-routing.js';
 import { attachIdentity, type Authentication } from './authentication.js';
 import type { ActivityFeed } from './activity-feed.js';
 import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
@@ -123,6 +125,8 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
       return reply.status(413).header('connection', 'close').send(errorBody(new AirlockError('PAYLOAD_TOO_LARGE', `the request body is ${declared} bytes, above the limit of ${BODY_LIMIT_BYTES}; send files of at most 32 MiB per call`)));
     }
   });
+  // After authentication: a forwarded call carries the caller's own credentials to the node that answers it.
+  if (services.cluster) installClusterRouting(app, services.cluster.routing);
   app.get('/healthz', async () => ({ ok: true, version: options.version }));
   const document = openApiDocument(options.version);
   app.get('/openapi.json', async () => document);
@@ -141,5 +145,6 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   registerLoginRoutes(app, options.authentication);
   registerEventRoutes(app, services, options.activity);
   registerTerminalRoutes(app, services);
+  registerNodeRoutes(app, services);
   return app;
 }

@@ -166,6 +166,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
         get: op('WebSocket: the display\'s VNC stream (RFB 3.8, security None), view-only unless ?takeover= names the takeover in progress'),
       },
       '/v1/tenants/{tenant}/usage': { parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }], get: op('meters summed over the sessions of a tenant') },
+      '/v1/nodes': { get: op('the nodes sharing the store: address, state (active, draining, left, lost), sessions held, last heartbeat', {}, 'NodeList') },
+      '/v1/nodes/{id}/drain': {
+        parameters: [idParam],
+        post: op('drain a node: it suspends its sessions, which resume on other nodes at their next call; a restart makes it active again', {}, 'Node'),
+      },
       '/v1/approvals': { get: op('list approvals (state=pending for open ones)', {}, 'ApprovalList') },
       '/v1/approvals/events': { get: op('server-sent events: approval.requested, approval.decided') },
       '/v1/approvals/{id}': { parameters: [idParam], get: op('get an approval; waitSeconds long-polls for its outcome', {}, 'Approval') },

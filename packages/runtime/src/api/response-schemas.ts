@@ -46,6 +46,8 @@ const exposedPort = z.object({ port: z.number(), path: z.string(), url: z.string
 const session = z.object({
   id: z.string(),
   state: z.enum(['creating', 'running', 'paused', 'suspended', 'terminated', 'failed']),
+  /** the node that holds the session's lease: runs its machine, keeps its disk */
+  node: z.string(),
   mode: z.enum(['machine', 'per-call']),
   /** the sandbox driver of the session's machines: gvisor or microvm */
   sandbox: z.string(),
@@ -58,7 +60,8 @@ const session = z.object({
   sandboxId: z.string().nullable(),
   snapshotId: z.string().nullable(),
   lineage: z.object({ parentSessionId: z.string(), snapshotId: z.string(), branchIndex: z.number() }).nullable(),
-  failure: z.object({ code: z.string(), message: z.string() }).nullable(),
+  /** NODE_LOST: the machine died with its node; lastSnapshotId/lastSnapshotAt name the snapshot to continue from */
+  failure: z.object({ code: z.string(), message: z.string(), lastSnapshotId: z.string().optional(), lastSnapshotAt: z.string().optional() }).nullable(),
   guard: z.object({ tripped: z.object({ callKey: z.string(), at: z.string(), count: z.number() }).nullable() }),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -149,6 +152,17 @@ const snapshot = z.object({
   deletedAt: z.string().nullable(),
 });
 
+const node = z.object({
+  id: z.string(),
+  /** where other nodes reach its API (--advertise) */
+  address: z.string(),
+  /** active, draining, left, or lost (its heartbeat is older than the lease) */
+  state: z.enum(['active', 'draining', 'left', 'lost']),
+  /** sessions whose lease it holds (terminated ones excluded) */
+  sessions: z.number(),
+  heartbeatAt: z.string(),
+});
+
 const forkBranchFailure = z.object({ index: z.number(), sessionId: z.string().nullable(), error: errorValue });
 
 /** Named response schemas, as they appear under components.schemas. */
@@ -172,6 +186,8 @@ export const RESPONSE_SCHEMAS = {
   SnapshotList: z.object({ snapshots: z.array(snapshot) }),
   ForkBranchFailure: forkBranchFailure,
   ForkResult: z.object({ snapshot, branches: z.array(z.union([session, forkBranchFailure])) }),
+  Node: node,
+  NodeList: z.array(node),
   ExposedPort: exposedPort,
   ExposedPortList: z.object({ sessionId: z.string(), ports: z.array(exposedPort) }),
   SessionContract: z.object({ sessionId: z.string(), version: z.number(), contract: z.record(z.string(), z.unknown()) }),

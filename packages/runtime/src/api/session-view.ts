@@ -19,6 +19,8 @@ export function sessionView(session: SessionRecord, now: Date = new Date()): Rec
   return {
     id: session.id,
     state: session.state,
+    /** the node that holds the session's lease (runs its machine, keeps its disk) */
+    node: session.owner,
     mode: session.mode,
     /** the sandbox driver of its machines; records from before drivers were named are gvisor's */
     sandbox: session.driver ?? LEGACY_DRIVER_NAME,

@@ -13,6 +13,7 @@ import type { Store, StoreTransaction, SessionQuery } from './store.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { SessionRecord } from './session.js';
 import { assertTransition, stateAfter, type SessionOperation } from './session-transitions.js';
+import { SessionLeases } from './session-leases.js';
 
 /** What `update` may change: anything but identity, version, owner and state. */
 export type SessionChange = Partial<Omit<SessionRecord, 'id' | 'version' | 'owner' | 'state' | 'pendingOperation' | 'createdAt' | 'updatedAt' | 'stateSince'>>;
@@ -35,15 +36,18 @@ const MAX_ATTEMPTS = 5;
 export class SessionRecords {
   /** the server (data dir) this process speaks for: sessions it creates are its own */
   readonly owner: string;
+  /** the leases this node holds: every write of a held session is fenced by its epoch */
+  readonly leases: SessionLeases;
   private readonly store: Store;
   private readonly audit: AuditLog;
   private readonly clock: Clock;
 
-  constructor(deps: { store: Store; audit: AuditLog; clock: Clock; owner: string }) {
+  constructor(deps: { store: Store; audit: AuditLog; clock: Clock; owner: string; leases?: SessionLeases }) {
     this.store = deps.store;
     this.audit = deps.audit;
     this.clock = deps.clock;
     this.owner = deps.owner;
+    this.leases = deps.leases ?? new SessionLeases();
   }
 
   /** The time of the records' clock. */
@@ -73,6 +77,7 @@ export class SessionRecords {
     return this.within(options.tx, async (tx) => {
       await tx.insertSession(record);
       await this.audit.append(tx, { sessionId: record.id, type: audit.type, data: audit.data });
+      if (record.owner === this.owner) tx.afterCommit(() => this.leases.hold(record.id, record.epoch ?? 0));
       return record;
     });
   }
@@ -128,6 +133,48 @@ export class SessionRecords {
     });
   }
 
+  /** Takes the lease of every session the store says this node owns (at start: they are this data dir's). */
+  async holdOwned(): Promise<number> {
+    const owned = await this.store.listSessions({ owner: this.owner });
+    for (const session of owned) this.leases.hold(session.id, session.epoch ?? 0);
+    return owned.length;
+  }
+
+  /**
+   * Takes the session over from another node: owner becomes this node and
+   * the epoch goes up by one, so the store refuses the old owner's writes
+   * from now on. `allowed` sees the stored record under its lock and says
+   * whether it may still be taken (its owner is still gone, it is in a state
+   * that moves); `change` may move its state in the same write (a `fail`
+   * for a machine that died with its node). Undefined when not allowed.
+   */
+  async takeOver(
+    id: string,
+    allowed: (fresh: SessionRecord, tx: StoreTransaction) => Promise<boolean>,
+    audit: SessionAudit,
+    change?: { operation: SessionOperation; fields: SessionChange },
+  ): Promise<SessionRecord | undefined> {
+    const taken = await this.within(undefined, async (tx) => {
+      const fresh = await tx.lockSession(id);
+      if (!fresh) throw notFound(id);
+      if (fresh.owner === this.owner || !(await allowed(fresh, tx))) return undefined;
+      const now = this.clock.now().toISOString();
+      let moved: Partial<SessionRecord> = {};
+      if (change) {
+        assertTransition(fresh, change.operation);
+        const after = stateAfter(fresh, change.operation);
+        moved = { ...change.fields, ...after, ...(after.state !== fresh.state ? { stateSince: now } : {}) };
+      }
+      const epoch = (fresh.epoch ?? 0) + 1;
+      const next: SessionRecord = { ...fresh, ...moved, owner: this.owner, epoch, version: fresh.version + 1, updatedAt: now };
+      if (!(await tx.replaceSession(next))) throw conflict(id, fresh.version);
+      await this.audit.append(tx, { sessionId: id, type: audit.type, data: { ...audit.data, from: fresh.owner, to: this.owner, epoch, state: next.state } });
+      tx.afterCommit(() => this.leases.hold(id, epoch));
+      return next;
+    });
+    return taken;
+  }
+
   /** Gives sessions without an owner (written before owners existed) to this server; only right for a store no other server uses. */
   async claimUnowned(): Promise<number> {
     let claimed = 0;
@@ -149,17 +196,36 @@ export class SessionRecords {
     return this.within(options.tx, async (tx) => {
       const fresh = await tx.lockSession(id);
       if (!fresh) throw notFound(id);
+      const epoch = this.fence(fresh);
       const outcome = compute(fresh);
       if (!outcome) return fresh;
-      const next: SessionRecord = { ...outcome.next, id: fresh.id, owner: fresh.owner, version: fresh.version + 1, updatedAt: this.clock.now().toISOString() };
-      if (!(await tx.replaceSession(next))) {
-        throw new AirlockError('WRITE_CONFLICT', `session ${id} was changed by another writer at the same moment; retry`, {
-          details: { sessionId: id, version: fresh.version },
-        });
-      }
+      const next: SessionRecord = { ...outcome.next, id: fresh.id, owner: fresh.owner, epoch, version: fresh.version + 1, updatedAt: this.clock.now().toISOString() };
+      if (!(await tx.replaceSession(next))) throw conflict(id, fresh.version);
       if (outcome.audit) await this.audit.append(tx, { sessionId: id, type: outcome.audit.type, data: outcome.audit.data });
       return next;
     });
+  }
+
+  /**
+   * The epoch a write of `fresh` names: the one this node holds (LEASE_LOST
+   * when another node has taken the session since), or the stored one for a
+   * session this node holds no lease on (records any node may update).
+   */
+  private fence(fresh: SessionRecord): number {
+    const stored = fresh.epoch ?? 0;
+    let held = this.leases.epochOf(fresh.id);
+    if (held === undefined && fresh.owner === this.owner) {
+      this.leases.hold(fresh.id, stored);
+      held = stored;
+    }
+    if (held === undefined) return stored;
+    if (stored > held || fresh.owner !== this.owner) {
+      this.leases.lose(fresh.id);
+      throw new AirlockError('LEASE_LOST', `session ${fresh.id} was taken over by node ${fresh.owner} (lease epoch ${stored}, this node held ${held}); this node no longer acts on it`, {
+        details: { sessionId: fresh.id, owner: fresh.owner, epoch: stored, heldEpoch: held },
+      });
+    }
+    return held;
   }
 
   /** Runs `work` in the caller's transaction, or in its own, retried when a compare-and-set lost. */
@@ -173,6 +239,10 @@ export class SessionRecords {
       }
     }
   }
+}
+
+function conflict(id: string, version: number): AirlockError {
+  return new AirlockError('WRITE_CONFLICT', `session ${id} was changed by another writer at the same moment; retry`, { details: { sessionId: id, version } });
 }
 
 function notFound(id: string): AirlockError {

@@ -52,6 +52,12 @@ export interface SessionRecord {
   version: number;
   /** the server (data dir) that manages the session's machine, disk and snapshots */
   owner: string;
+  /**
+   * The owner's lease on the session: raised by every takeover, so that a
+   * node that lost the lease (paused, partitioned) has its writes refused by
+   * the store. Absent in records written before leases: 0.
+   */
+  epoch?: number;
   state: SessionState;
   pendingOperation: LifecycleOperation | null;
   mode: ExecutionMode;
@@ -71,7 +77,8 @@ export interface SessionRecord {
   /** snapshot the session will resume from while suspended */
   resumeSnapshotId: string | null;
   lineage: SessionLineage | null;
-  failure: { code: string; message: string } | null;
+  /** why it failed; a machine lost with its node (NODE_LOST) names the last snapshot to continue from */
+  failure: { code: string; message: string; lastSnapshotId?: string; lastSnapshotAt?: string } | null;
   createdAt: string;
   updatedAt: string;
   /** when the state last changed, for wall-time metering */

@@ -10,6 +10,7 @@ import type { SessionRecord, SessionState } from './session.js';
 import type { AuditHead, AuditRecord } from '../audit/audit-record.js';
 import type { ApprovalRecord, ApprovalState } from './approval.js';
 import type { SnapshotRecord } from './snapshot.js';
+import type { NodeRecord, NodeState } from './cluster-node.js';
 
 /** Filters for listing sessions. */
 export interface SessionQuery {
@@ -49,6 +50,9 @@ export interface StoreReader {
   getSnapshot(id: string): Promise<SnapshotRecord | undefined>;
   listSnapshots(query?: { sessionId?: string }): Promise<SnapshotRecord[]>;
   getSetting(name: StoreSetting): Promise<string | undefined>;
+  /** Every node that ever joined (those that left included), by id. */
+  listNodes(): Promise<NodeRecord[]>;
+  getNode(id: string): Promise<NodeRecord | undefined>;
 }
 
 /** One transaction: reads see its own writes; nothing is visible to others before it commits. */
@@ -58,7 +62,9 @@ export interface StoreTransaction extends StoreReader {
   insertSession(session: SessionRecord): Promise<void>;
   /**
    * Compare-and-set: writes `next` only if the stored record still has
-   * version `next.version - 1`. False when another writer got there first.
+   * version `next.version - 1` and a lease epoch no newer than `next.epoch`
+   * (fencing: a node that lost the session's lease cannot write it). False
+   * when another writer got there first.
    */
   replaceSession(next: SessionRecord): Promise<boolean>;
   /** The chain head, locked so that appends to one chain never interleave. */
@@ -71,6 +77,12 @@ export interface StoreTransaction extends StoreReader {
   insertSnapshot(snapshot: SnapshotRecord): Promise<void>;
   updateSnapshot(snapshot: SnapshotRecord): Promise<void>;
   setSetting(name: StoreSetting, value: string): Promise<void>;
+  /** Registers a node or replaces its whole record (a node joining). */
+  putNode(node: NodeRecord): Promise<void>;
+  /** Renews a node's heartbeat, leaving its state as it is; false when no such node. */
+  touchNode(id: string, heartbeatAt: string): Promise<boolean>;
+  /** Changes a node's state (drain, leave), leaving its heartbeat as it is; false when no such node. */
+  setNodeState(id: string, state: NodeState): Promise<boolean>;
   /** Runs `callback` once the transaction committed (never when it rolls back). */
   afterCommit(callback: () => void): void;
 }

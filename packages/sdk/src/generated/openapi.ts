@@ -667,6 +667,118 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the nodes sharing the store: address, state (active, draining, left, lost), sessions held, last heartbeat */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["NodeList"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nodes/{id}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** drain a node: it suspends its sessions, which resume on other nodes at their next call; a restart makes it active again */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Node"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/secrets": {
         parameters: {
             query?: never;
@@ -3247,7 +3359,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "LOGIN_EXPIRED" | "CSRF_REJECTED" | "ORIGIN_FORBIDDEN" | "HOST_FORBIDDEN" | "POLICY_DENIED" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "SECRET_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "SESSION_NOT_OWNED" | "WRITE_CONFLICT" | "DESKTOP_UNAVAILABLE" | "SCREEN_CHANGED" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "DISK_FULL" | "PORT_UNREACHABLE" | "NOT_AVAILABLE" | "DRIVER_UNAVAILABLE" | "OBJECT_STORAGE_UNAVAILABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "AUDIT_UNAVAILABLE" | "INTERNAL";
+                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "LOGIN_EXPIRED" | "CSRF_REJECTED" | "ORIGIN_FORBIDDEN" | "HOST_FORBIDDEN" | "POLICY_DENIED" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "SECRET_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "SESSION_NOT_OWNED" | "LEASE_LOST" | "NODE_LOST" | "WRITE_CONFLICT" | "DESKTOP_UNAVAILABLE" | "SCREEN_CHANGED" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "DISK_FULL" | "PORT_UNREACHABLE" | "NOT_AVAILABLE" | "DRIVER_UNAVAILABLE" | "OBJECT_STORAGE_UNAVAILABLE" | "NODE_UNREACHABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "AUDIT_UNAVAILABLE" | "INTERNAL";
                 details?: Record<string, never>;
                 message: string;
             };
@@ -3362,6 +3474,8 @@ export interface components {
                 exposedPorts?: number[];
                 failure: {
                     code: string;
+                    lastSnapshotAt?: string;
+                    lastSnapshotId?: string;
                     message: string;
                 } | null;
                 guard: {
@@ -3403,6 +3517,7 @@ export interface components {
                 };
                 /** @enum {string} */
                 mode: "machine" | "per-call";
+                node: string;
                 pendingOperation: string | null;
                 principal: string;
                 resources: {
@@ -3500,6 +3615,22 @@ export interface components {
                 tokenId: string;
             };
         };
+        Node: {
+            address: string;
+            heartbeatAt: string;
+            id: string;
+            sessions: number;
+            /** @enum {string} */
+            state: "active" | "draining" | "left" | "lost";
+        };
+        NodeList: {
+            address: string;
+            heartbeatAt: string;
+            id: string;
+            sessions: number;
+            /** @enum {string} */
+            state: "active" | "draining" | "left" | "lost";
+        }[];
         PolicyDecision: {
             /** @enum {string} */
             decision: "allow" | "deny" | "ask";
@@ -3514,6 +3645,8 @@ export interface components {
             exposedPorts?: number[];
             failure: {
                 code: string;
+                lastSnapshotAt?: string;
+                lastSnapshotId?: string;
                 message: string;
             } | null;
             guard: {
@@ -3555,6 +3688,7 @@ export interface components {
             };
             /** @enum {string} */
             mode: "machine" | "per-call";
+            node: string;
             pendingOperation: string | null;
             principal: string;
             resources: {
@@ -3591,6 +3725,8 @@ export interface components {
                 exposedPorts?: number[];
                 failure: {
                     code: string;
+                    lastSnapshotAt?: string;
+                    lastSnapshotId?: string;
                     message: string;
                 } | null;
                 guard: {
@@ -3632,6 +3768,7 @@ export interface components {
                 };
                 /** @enum {string} */
                 mode: "machine" | "per-call";
+                node: string;
                 pendingOperation: string | null;
                 principal: string;
                 resources: {

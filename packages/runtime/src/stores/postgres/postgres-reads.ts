@@ -9,6 +9,8 @@ import type { SnapshotRecord } from '../../core/snapshot.js';
 import type { AuditHead, AuditRecord } from '../../audit/audit-record.js';
 import { GENESIS_HASH } from '../../audit/hash-chain.js';
 import { sessionFromRow, type SessionRow } from '../session-rows.js';
+import { nodeFromRow, type NodeRow } from '../node-rows.js';
+import type { NodeRecord } from '../../core/cluster-node.js';
 
 /** What runs a query: the pool, or one client inside a transaction. */
 export interface Queryable {
@@ -128,5 +130,15 @@ export class PostgresReads implements StoreReader {
   async getSetting(name: StoreSetting): Promise<string | undefined> {
     const { rows } = await this.db.query<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]);
     return rows[0]?.value;
+  }
+
+  async listNodes(): Promise<NodeRecord[]> {
+    const { rows } = await this.db.query<NodeRow>('SELECT record, state, heartbeat_at FROM nodes ORDER BY id');
+    return rows.map(nodeFromRow);
+  }
+
+  async getNode(id: string): Promise<NodeRecord | undefined> {
+    const { rows } = await this.db.query<NodeRow>('SELECT record, state, heartbeat_at FROM nodes WHERE id = $1', [id]);
+    return rows[0] ? nodeFromRow(rows[0]) : undefined;
   }
 }

@@ -10,6 +10,7 @@ import type { StoreSetting, StoreTransaction } from '../../core/store.js';
 import type { SessionRecord } from '../../core/session.js';
 import type { ApprovalRecord, ApprovalState } from '../../core/approval.js';
 import type { SnapshotRecord } from '../../core/snapshot.js';
+import type { NodeRecord, NodeState } from '../../core/cluster-node.js';
 import type { AuditHead, AuditRecord } from '../../audit/audit-record.js';
 import { GENESIS_HASH } from '../../audit/hash-chain.js';
 import { AirlockError } from '../../core/errors.js';
@@ -55,8 +56,8 @@ export class PostgresTransaction extends PostgresReads implements StoreTransacti
 
   async replaceSession(next: SessionRecord): Promise<boolean> {
     const { rowCount } = await this.db.query(
-      'UPDATE sessions SET owner = $1, state = $2, tenant = $3, version = $4, record = $5::json WHERE id = $6 AND version = $7',
-      [next.owner, next.state, next.tenant, next.version, JSON.stringify(next), next.id, next.version - 1],
+      "UPDATE sessions SET owner = $1, state = $2, tenant = $3, version = $4, record = $5::json WHERE id = $6 AND version = $7 AND coalesce((record->>'epoch')::integer, 0) <= $8",
+      [next.owner, next.state, next.tenant, next.version, JSON.stringify(next), next.id, next.version - 1, next.epoch ?? 0],
     );
     return rowCount === 1;
   }
@@ -125,6 +126,23 @@ export class PostgresTransaction extends PostgresReads implements StoreTransacti
 
   async setSetting(name: StoreSetting, value: string): Promise<void> {
     await this.db.query('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value', [name, value]);
+  }
+
+  async putNode(node: NodeRecord): Promise<void> {
+    await this.db.query(
+      'INSERT INTO nodes (id, state, heartbeat_at, record) VALUES ($1, $2, $3, $4::json) ON CONFLICT (id) DO UPDATE SET state = excluded.state, heartbeat_at = excluded.heartbeat_at, record = excluded.record',
+      [node.id, node.state, node.heartbeatAt, JSON.stringify(node)],
+    );
+  }
+
+  async touchNode(id: string, heartbeatAt: string): Promise<boolean> {
+    const { rowCount } = await this.db.query('UPDATE nodes SET heartbeat_at = $1 WHERE id = $2', [heartbeatAt, id]);
+    return rowCount === 1;
+  }
+
+  async setNodeState(id: string, state: NodeState): Promise<boolean> {
+    const { rowCount } = await this.db.query('UPDATE nodes SET state = $1 WHERE id = $2', [state, id]);
+    return rowCount === 1;
   }
 
   afterCommit(callback: () => void): void {

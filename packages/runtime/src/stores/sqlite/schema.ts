@@ -50,5 +50,13 @@ export const MIGRATIONS: readonly string[] = [
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
   );
+  `,  // v3: nodes sharing the store (issue 14): each registers itself and renews a heartbeat.
+  `
+  CREATE TABLE nodes (
+    id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    heartbeat_at TEXT NOT NULL,
+    record TEXT NOT NULL
+  );
   `,
 ];

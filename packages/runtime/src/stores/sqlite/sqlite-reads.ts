@@ -10,6 +10,8 @@ import type { SnapshotRecord } from '../../core/snapshot.js';
 import type { AuditHead, AuditRecord } from '../../audit/audit-record.js';
 import { GENESIS_HASH } from '../../audit/hash-chain.js';
 import { sessionFromRow, type SessionRow } from '../session-rows.js';
+import { nodeFromRow, type NodeRow } from '../node-rows.js';
+import type { NodeRecord } from '../../core/cluster-node.js';
 
 interface AuditRow {
   session_id: string;
@@ -130,5 +132,14 @@ export class SqliteReads implements StoreReader {
   async getSetting(name: StoreSetting): Promise<string | undefined> {
     const row = this.statement('SELECT value FROM settings WHERE name = ?').get(name) as { value: string } | undefined;
     return row?.value;
+  }
+
+  async listNodes(): Promise<NodeRecord[]> {
+    return (this.statement('SELECT record, state, heartbeat_at FROM nodes ORDER BY id').all() as NodeRow[]).map(nodeFromRow);
+  }
+
+  async getNode(id: string): Promise<NodeRecord | undefined> {
+    const row = this.statement('SELECT record, state, heartbeat_at FROM nodes WHERE id = ?').get(id) as NodeRow | undefined;
+    return row ? nodeFromRow(row) : undefined;
   }
 }

@@ -10,6 +10,7 @@ import type { Store, StoreChange, StoreSetting, StoreTransaction, SessionQuery, 
 import type { SessionRecord } from '../../core/session.js';
 import type { ApprovalRecord, ApprovalState } from '../../core/approval.js';
 import type { SnapshotRecord } from '../../core/snapshot.js';
+import type { NodeRecord, NodeState } from '../../core/cluster-node.js';
 import type { AuditHead, AuditRecord } from '../../audit/audit-record.js';
 import { AirlockError } from '../../core/errors.js';
 import { ChangeListeners, CommitEffects, outermost } from '../store-changes.js';
@@ -114,6 +115,12 @@ export class SqliteStore implements Store {
   getSetting(name: StoreSetting): Promise<string | undefined> {
     return this.readerReads.getSetting(name);
   }
+  listNodes(): Promise<NodeRecord[]> {
+    return this.readerReads.listNodes();
+  }
+  getNode(id: string): Promise<NodeRecord | undefined> {
+    return this.readerReads.getNode(id);
+  }
 
   async close(): Promise<void> {
     if (this.closed) return;
@@ -190,6 +197,12 @@ class SqliteTransaction implements StoreTransaction {
   getSetting(name: StoreSetting): Promise<string | undefined> {
     return this.reads.getSetting(name);
   }
+  listNodes(): Promise<NodeRecord[]> {
+    return this.reads.listNodes();
+  }
+  getNode(id: string): Promise<NodeRecord | undefined> {
+    return this.reads.getNode(id);
+  }
 
   async insertSession(session: SessionRecord): Promise<void> {
     this.run(
@@ -206,7 +219,7 @@ class SqliteTransaction implements StoreTransaction {
 
   async replaceSession(next: SessionRecord): Promise<boolean> {
     const result = this.run(
-      'UPDATE sessions SET state = ?, tenant = ?, version = ?, owner = ?, record = ? WHERE id = ? AND version = ?',
+      "UPDATE sessions SET state = ?, tenant = ?, version = ?, owner = ?, record = ? WHERE id = ? AND version = ? AND coalesce(json_extract(record, '$.epoch'), 0) <= ?",
       next.state,
       next.tenant,
       next.version,
@@ -214,6 +227,7 @@ class SqliteTransaction implements StoreTransaction {
       JSON.stringify(next),
       next.id,
       next.version - 1,
+      next.epoch ?? 0,
     );
     return result.changes === 1;
   }
@@ -273,6 +287,24 @@ class SqliteTransaction implements StoreTransaction {
 
   async setSetting(name: StoreSetting, value: string): Promise<void> {
     this.run('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value', name, value);
+  }
+
+  async putNode(node: NodeRecord): Promise<void> {
+    this.run(
+      'INSERT INTO nodes (id, state, heartbeat_at, record) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET state = excluded.state, heartbeat_at = excluded.heartbeat_at, record = excluded.record',
+      node.id,
+      node.state,
+      node.heartbeatAt,
+      JSON.stringify(node),
+    );
+  }
+
+  async touchNode(id: string, heartbeatAt: string): Promise<boolean> {
+    return this.run('UPDATE nodes SET heartbeat_at = ? WHERE id = ?', heartbeatAt, id).changes === 1;
+  }
+
+  async setNodeState(id: string, state: NodeState): Promise<boolean> {
+    return this.run('UPDATE nodes SET state = ? WHERE id = ?', state, id).changes === 1;
   }
 
   afterCommit(callback: () => void): void {
