@@ -86,12 +86,16 @@ export interface TestInstallationOptions {
   dataDir?: string;
   /** added to `airlock serve`'s command line (e.g. --objects) */
   serveArgs?: string[];
+  /** the API token (default: a fresh one); nodes of a cluster share one */
+  token?: string;
+  /** join a cluster as this node: `--node-id NAME --advertise http://127.0.0.1:PORT` */
+  nodeId?: string;
 }
 
 /** A server process and the CLI pointed at it. */
 export class TestInstallation {
   readonly dataDir: string;
-  readonly token = `test-token-${Math.random().toString(36).slice(2)}`;
+  token = `test-token-${Math.random().toString(36).slice(2)}`;
   port = 0;
   /** the PostgreSQL URL of the store, or undefined for SQLite in the data dir */
   storeUrl: string | undefined;
@@ -114,6 +118,7 @@ export class TestInstallation {
   static async start(options: TestInstallationOptions = {}): Promise<TestInstallation> {
     await ensureTestImage();
     const installation = new TestInstallation(options.dataDir ?? mkdtempSync('/var/tmp/airlock-e2e-'), options.env, options.serveArgs);
+    if (options.token) installation.token = options.token;
     const store = options.store ?? defaultTestStore();
     if (store === 'postgres') {
       installation.ownDatabase = await createTestDatabase('e2e');
@@ -122,6 +127,7 @@ export class TestInstallation {
       installation.storeUrl = store.url;
     }
     installation.port = await freePort();
+    if (options.nodeId) installation.serveArgs.push('--node-id', options.nodeId, '--advertise', installation.url);
     await installation.startServer();
     return installation;
   }
@@ -202,6 +208,11 @@ export class TestInstallation {
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGKILL');
     await exited;
+  }
+
+  /** Sends a signal to the server process (SIGSTOP and SIGCONT: a node paused past its lease). */
+  signalServer(signal: NodeJS.Signals): void {
+    if (this.child && !hasExited(this.child)) this.child.kill(signal);
   }
 
   /** Stops the server gracefully. */

@@ -40,8 +40,10 @@ const MACHINE_STATES = new Set<SessionRecord['state']>(['creating', 'running', '
 /** Registers this node and keeps its lease. */
 export class NodeMembership {
   private timer: NodeJS.Timeout | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
-  private draining = false;
+  private beating: Promise<void> | undefined;
+  private draining: Promise<void> | undefined;
   private stopped = false;
   private readonly unsubscribe: () => void;
 
@@ -69,27 +71,38 @@ export class NodeMembership {
     const now = this.deps.clock.now().toISOString();
     await this.deps.store.transaction((tx) => tx.putNode({ ...this.deps.self, state: 'active', joinedAt: now, heartbeatAt: now }));
     const every = Math.max(100, Math.floor(this.deps.leaseMs / 3));
+    // The heartbeat has a timer of its own: a long tick (a drain suspending machines) must never let the lease lapse.
+    this.heartbeat = setInterval(() => {
+      this.beating ??= this.beat().finally(() => (this.beating = undefined));
+    }, every);
+    this.heartbeat.unref();
     this.timer = setInterval(() => {
-      this.ticking ??= this.tick().finally(() => (this.ticking = undefined));
+      this.ticking ??= this.tick()
+        .catch((error: unknown) => this.deps.log(`cluster check failed: ${error instanceof Error ? error.message : String(error)}`))
+        .finally(() => (this.ticking = undefined));
     }, every);
     this.timer.unref();
   }
 
-  /** One renewal: heartbeat, lost leases, lost nodes, drain. */
+  /** Renews this node's heartbeat. */
+  private async beat(): Promise<void> {
+    const { store, clock, self } = this.deps;
+    await store
+      .transaction((tx) => tx.touchNode(self.id, clock.now().toISOString()))
+      .catch((error: unknown) => this.deps.log(`heartbeat failed: ${error instanceof Error ? error.message : String(error)}`));
+  }
+
+  /** One look around: lost leases, lost nodes, a drain of this node. */
   async tick(): Promise<void> {
     if (this.stopped) return;
-    const { store, clock, self } = this.deps;
-    await store.transaction((tx) => tx.touchNode(self.id, clock.now().toISOString()));
+    const { store, self } = this.deps;
     await this.checkLeases();
     const nodes = await store.listNodes();
     for (const node of nodes) {
       if (node.id !== self.id && this.liveness(node) === 'lost') await this.failMachinesOf(node);
     }
     const mine = nodes.find((node) => node.id === self.id);
-    if (mine?.state === 'draining' && !this.draining) {
-      this.draining = true;
-      await this.drain().finally(() => (this.draining = false));
-    }
+    if (mine?.state === 'draining') this.draining ??= this.drain().finally(() => (this.draining = undefined));
   }
 
   /** Drops every session whose lease another node has taken since this node took it. */
@@ -174,7 +187,10 @@ export class NodeMembership {
   async leave(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.heartbeat) clearInterval(this.heartbeat);
     await this.ticking?.catch(() => undefined);
+    await this.beating;
+    await this.draining;
     this.unsubscribe();
     await this.deps.store.transaction((tx) => tx.setNodeState(this.id, 'left')).catch(() => undefined);
   }

@@ -63,6 +63,11 @@ export class SessionRouting {
       return proxied ? LOCAL : { kind: 'proxy', node: owner };
     }
     if (liveness === 'active' || !this.isMovable(session)) return LOCAL;
+    // A node being drained takes nothing over: the session goes to a node that stays.
+    if (!proxied && (await store.getNode(this.nodeId))?.state === 'draining') {
+      const target = await this.bestNode([this.nodeId, session.owner]);
+      if (target) return { kind: 'proxy', node: target };
+    }
     const taken = await records.takeOver(
       sessionId,
       async (fresh, tx) => {

@@ -10,14 +10,16 @@
 /** Leases held by this node, by session id. */
 export class SessionLeases {
   private readonly held = new Map<string, number>();
+  private readonly lost = new Set<string>();
   private readonly lostListeners = new Set<(sessionId: string) => void>();
 
   /** Records that this node holds `sessionId` at `epoch` (created, taken over, or found its own at start). */
   hold(sessionId: string, epoch: number): void {
     this.held.set(sessionId, epoch);
+    this.lost.delete(sessionId);
   }
 
-  /** The epoch held, or undefined when this node holds no lease on the session. */
+  /** The epoch held (or held until it was lost), or undefined when this node never held the session. */
   epochOf(sessionId: string): number | undefined {
     return this.held.get(sessionId);
   }
@@ -25,17 +27,24 @@ export class SessionLeases {
   /** Forgets a lease that ended normally (the session was terminated). */
   release(sessionId: string): void {
     this.held.delete(sessionId);
+    this.lost.delete(sessionId);
   }
 
-  /** Forgets a lease another node took, and tells the listeners. */
+  /** Marks a lease another node took, and tells the listeners (once). */
   lose(sessionId: string): void {
-    if (!this.held.delete(sessionId)) return;
+    if (!this.held.has(sessionId) || this.lost.has(sessionId)) return;
+    this.lost.add(sessionId);
     for (const listener of this.lostListeners) listener(sessionId);
   }
 
-  /** Every held lease. */
+  /** True once the lease on the session was found taken by another node. */
+  isLost(sessionId: string): boolean {
+    return this.lost.has(sessionId);
+  }
+
+  /** Every lease still held (lost ones left out). */
   entries(): [sessionId: string, epoch: number][] {
-    return [...this.held.entries()];
+    return [...this.held.entries()].filter(([sessionId]) => !this.lost.has(sessionId));
   }
 
   /** Hears leases found lost; returns the unsubscribe. */

@@ -110,7 +110,13 @@ export function clusterCases(getContext: () => StoreConformanceContext): void {
             (error: unknown) => isAirlockError(error, 'LEASE_LOST') && /taken over by node srv_[bc]/.test((error as Error).message),
           );
           assert.deepEqual(lost, [session.id], 'the old owner heard it lost the lease');
-          assert.equal(old.leases.epochOf(session.id), undefined);
+          assert.equal(old.leases.isLost(session.id), true);
+          await assert.rejects(
+            old.update(session.id, () => ({ keepAwake: false })),
+            (error: unknown) => isAirlockError(error, 'LEASE_LOST'),
+            'still refused later',
+          );
+          assert.deepEqual(lost, [session.id], 'heard once');
           const updated = await winner.update(session.id, () => ({ keepAwake: true }));
           assert.equal(updated.keepAwake, true);
           assert.equal(updated.epoch, 1);
