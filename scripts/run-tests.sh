@@ -6,14 +6,16 @@
 # emulation, test/microvm/). `node --test` sorts the files it is given, so
 # each phase is its own run. With AIRLOCK_TEST_POSTGRES_URL set, a last
 # phase runs the lifecycle, policy, fork and audit suites again with their
-# servers on PostgreSQL. Every phase runs; the exit code says whether all
-# passed.
+# servers on PostgreSQL, and the cluster suites (test/cluster/: three nodes
+# on one database and one bucket) run. Every phase runs; the exit code says
+# whether all passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 mapfile -t unit < <(find packages/*/dist/test -path '*/unit/*' -name '*.test.js' | sort)
 mapfile -t conformance < <( (find packages/*/dist/test/conformance -name '*.test.js' 2>/dev/null; ls packages/runtime/dist/test/integration/gvisor-driver.test.js) | sort)
-mapfile -t e2e < <(find packages/*/dist/test -name '*.test.js' -not -path '*/unit/*' -not -path '*/conformance/*' -not -path '*/microvm/*' -not -name 'gvisor-driver.test.js' | sort)
+mapfile -t e2e < <(find packages/*/dist/test -name '*.test.js' -not -path '*/unit/*' -not -path '*/conformance/*' -not -path '*/microvm/*' -not -path 'packages/cli/dist/test/cluster/*' -not -name 'gvisor-driver.test.js' | sort)
+mapfile -t cluster < <(find packages/cli/dist/test/cluster -name '*.test.js' | sort)
 mapfile -t slow < <(find packages/*/dist/test -path '*/microvm/*' -name '*.test.js' | sort)
 both_stores=(
   packages/cli/dist/test/e2e/session-lifecycle.test.js
@@ -41,8 +43,9 @@ phase end-to-end "${e2e[@]}"
 phase "microVM (slow)" "${slow[@]}"
 if [ -n "${AIRLOCK_TEST_POSTGRES_URL:-}" ]; then
   AIRLOCK_TEST_STORE=postgres phase "end-to-end on PostgreSQL" "${both_stores[@]}"
+  phase "cluster (three nodes on PostgreSQL and object storage)" "${cluster[@]}"
 else
-  echo "=== tests: end-to-end on PostgreSQL skipped: set AIRLOCK_TEST_POSTGRES_URL (scripts/postgres-test-cluster.sh start DIR prints it)" >&2
+  echo "=== tests: end-to-end on PostgreSQL and the cluster suites skipped: set AIRLOCK_TEST_POSTGRES_URL (scripts/postgres-test-cluster.sh start DIR prints it)" >&2
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -359,13 +359,24 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         self: {
           id: nodeId,
           address: cluster.address,
-          capacity: hostCapacity(cpus().length, Math.floor(totalmem() / 1048576), Number.parseInt(process.env['AIRLOCK_NODE_MAX_SESSIONS'] ?? '', 10) || undefined),
+          capacity: hostCapacity(
+            cpus().length,
+            Math.floor(totalmem() / 1048576),
+            Number.parseInt(process.env['AIRLOCK_NODE_MAX_SESSIONS'] ?? '', 10) || undefined,
+          ),
           runtimeVersion: await runtimeVersionOf(drivers.default),
           airlockVersion: AIRLOCK_VERSION,
         },
         leaseMs: cluster.leaseMs,
         suspend: (sessionId) => core.sessions.suspend(sessionId, 'manual'),
         dropLocal: async (sessionId) => {
+          // A call still running here ends first (its last write is refused: LEASE_LOST), for at most a lease.
+          let patience: NodeJS.Timeout | undefined;
+          await Promise.race([
+            core.sessions.locks.exclusive(sessionId, async () => undefined),
+            new Promise((resolve) => (patience = setTimeout(resolve, cluster.leaseMs))),
+          ]);
+          clearTimeout(patience);
           // What this host still has of a session another node now holds: its machines, then its disk.
           for (const driver of drivers.all()) {
             for (const sandbox of await driver.list()) {

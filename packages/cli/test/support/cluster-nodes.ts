@@ -25,6 +25,15 @@ export interface NodeView {
   heartbeatAt: string;
 }
 
+/** What the tests read of `sessions get --json`. */
+export interface SessionView {
+  id: string;
+  node: string;
+  state: string;
+  sandboxId: string | null;
+  failure: { code: string; message: string; lastSnapshotId?: string; lastSnapshotAt?: string } | null;
+}
+
 /** Three nodes and what they share. */
 export class ClusterNodes {
   readonly nodes = new Map<string, TestInstallation>();
@@ -37,8 +46,8 @@ export class ClusterNodes {
     private readonly token: string,
   ) {}
 
-  /** Starts the database, the bucket and nodes named `names`, each with at most `maxSessions` machines. */
-  static async start(label: string, names: string[], maxSessions = 4): Promise<ClusterNodes> {
+  /** Starts the database, the bucket and nodes named `names`, each with at most `maxSessions` machines (or what `capacities` says). */
+  static async start(label: string, names: string[], maxSessions = 4, capacities: Record<string, number> = {}): Promise<ClusterNodes> {
     const database = await createTestDatabase(label);
     const objects = await ObjectStorageServer.start();
     const cluster = new ClusterNodes(
@@ -48,7 +57,7 @@ export class ClusterNodes {
       label,
       `cluster-token-${Math.random().toString(36).slice(2)}`,
     );
-    for (const name of names) await cluster.startNode(name, maxSessions);
+    for (const name of names) await cluster.startNode(name, capacities[name] ?? maxSessions);
     return cluster;
   }
 
@@ -84,7 +93,19 @@ export class ClusterNodes {
 
   /** The node holding the session, as `sessions get --json` says through `via`. */
   ownerOf(id: string, via: string): string {
-    return (JSON.parse(ok(this.node(via).cli(['sessions', 'get', id, '--json']), 'sessions get')) as { node: string }).node;
+    return this.session(id, via).node;
+  }
+
+  /** `sessions get --json` through `via`. */
+  session(id: string, via: string): SessionView {
+    return JSON.parse(ok(this.node(via).cli(['sessions', 'get', id, '--json']), 'sessions get')) as SessionView;
+  }
+
+  /** The session's audit records of `type`, read through `via`. */
+  audit(id: string, via: string, type: string): { type: string; data: Record<string, unknown> }[] {
+    return (JSON.parse(ok(this.node(via).cli(['audit', id, '--json']), 'audit')) as { type: string; data: Record<string, unknown> }[]).filter(
+      (record) => record.type === type,
+    );
   }
 
   /** Terminates what is left, stops every node and removes everything. */

@@ -199,7 +199,14 @@ export class SessionRecords {
       const epoch = this.fence(fresh);
       const outcome = compute(fresh);
       if (!outcome) return fresh;
-      const next: SessionRecord = { ...outcome.next, id: fresh.id, owner: fresh.owner, epoch, version: fresh.version + 1, updatedAt: this.clock.now().toISOString() };
+      const next: SessionRecord = {
+        ...outcome.next,
+        id: fresh.id,
+        owner: fresh.owner,
+        epoch,
+        version: fresh.version + 1,
+        updatedAt: this.clock.now().toISOString(),
+      };
       if (!(await tx.replaceSession(next))) throw conflict(id, fresh.version);
       if (outcome.audit) await this.audit.append(tx, { sessionId: id, type: outcome.audit.type, data: outcome.audit.data });
       return next;
@@ -221,9 +228,13 @@ export class SessionRecords {
     if (held === undefined) return stored;
     if (stored > held || fresh.owner !== this.owner) {
       this.leases.lose(fresh.id);
-      throw new AirlockError('LEASE_LOST', `session ${fresh.id} was taken over by node ${fresh.owner} (lease epoch ${stored}, this node held ${held}); this node no longer acts on it`, {
-        details: { sessionId: fresh.id, owner: fresh.owner, epoch: stored, heldEpoch: held },
-      });
+      throw new AirlockError(
+        'LEASE_LOST',
+        `session ${fresh.id} was taken over by node ${fresh.owner} (lease epoch ${stored}, this node held ${held}); this node no longer acts on it`,
+        {
+          details: { sessionId: fresh.id, owner: fresh.owner, epoch: stored, heldEpoch: held },
+        },
+      );
     }
     return held;
   }

@@ -53,7 +53,7 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
   );
-  `,  // v2: nodes sharing the store (issue 14): each registers itself and renews a heartbeat.
+  `, // v2: nodes sharing the store (issue 14): each registers itself and renews a heartbeat.
   `
   CREATE TABLE nodes (
     id TEXT PRIMARY KEY,

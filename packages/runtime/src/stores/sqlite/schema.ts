@@ -50,7 +50,7 @@ export const MIGRATIONS: readonly string[] = [
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
   );
-  `,  // v3: nodes sharing the store (issue 14): each registers itself and renews a heartbeat.
+  `, // v3: nodes sharing the store (issue 14): each registers itself and renews a heartbeat.
   `
   CREATE TABLE nodes (
     id TEXT PRIMARY KEY,
