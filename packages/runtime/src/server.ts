@@ -309,6 +309,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     authorizer,
     analyzeCommand,
     owner: nodeId,
+    sharedArtifacts: objects !== undefined,
     networks,
     tracer,
     maxForkBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),

@@ -224,8 +224,17 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/sessions/{id}/fork': {
         parameters: [idParam],
-        post: op('fork into count branches (from the session now, or from snapshotId); each branch is a new session or {index, sessionId, error}', {
-          requestBody: json({ type: 'object', required: ['count'], additionalProperties: false, properties: { count: { type: 'integer', minimum: 1 }, snapshotId: { type: 'string' } } }),
+        post: op('fork into count branches (from the session now, or from snapshotId); each branch is a new session or {index, sessionId, error}; in a cluster, branches go to the nodes with the most free capacity', {
+          requestBody: json({
+            type: 'object',
+            required: ['count'],
+            additionalProperties: false,
+            properties: {
+              count: { type: 'integer', minimum: 1 },
+              snapshotId: { type: 'string' },
+              firstBranchIndex: { type: 'integer', minimum: 0, description: "lineage index of the first branch: set by a node asking another for its share of a fork" },
+            },
+          }),
           responses: { '201': { description: 'forked', ...json(ref('ForkResult')) }, '4XX': errorResponse, '5XX': errorResponse },
         }),
       },

@@ -58,6 +58,8 @@ export interface CorePorts {
   tracer?: Tracer | undefined;
   maxForkBranches?: number;
   forkConcurrency?: number;
+  /** snapshots live in object storage: any server forks a named snapshot */
+  sharedArtifacts?: boolean;
   /** between frames of a takeover recording; default 500 ms */
   takeoverFrameIntervalMs?: number;
   /** told about background work that failed (samples, approved calls) */
@@ -133,6 +135,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     clock: lineageClock,
     ...(ports.maxForkBranches === undefined ? {} : { maxBranches: ports.maxForkBranches }),
     ...(ports.forkConcurrency === undefined ? {} : { concurrency: ports.forkConcurrency }),
+    ...(ports.sharedArtifacts ? { sharedArtifacts: true } : {}),
   });
   const takeovers: DesktopTakeovers = new DesktopTakeovers({
     store,

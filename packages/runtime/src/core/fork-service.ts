@@ -64,6 +64,14 @@ export interface ForkServiceDeps {
   maxBranches?: number;
   /** branches restored at the same time; default 4 */
   concurrency?: number;
+  /** snapshots live in object storage (`--objects`): any server can fork a snapshot of a session another one manages */
+  sharedArtifacts?: boolean;
+}
+
+/** Options of one fork. */
+export interface ForkOptions {
+  /** the lineage index of the first branch (a fork whose branches are spread over nodes numbers them across all); default 0 */
+  firstIndex?: number;
 }
 
 /** Forks sessions and snapshots into independent branches. */
@@ -81,7 +89,13 @@ export class ForkService {
   }
 
   /** Creates `count` branches of `source`; the result lists each branch, created or failed with its cause. */
-  async fork(source: ForkSource, count: number): Promise<ForkResult> {
+  async fork(source: ForkSource, count: number, options: ForkOptions = {}): Promise<ForkResult> {
+    const firstIndex = options.firstIndex ?? 0;
+    if (!Number.isInteger(firstIndex) || firstIndex < 0 || firstIndex + count > this.maxBranches) {
+      throw new AirlockError('INVALID_ARGUMENTS', `the branches of one fork are numbered 0 to ${this.maxBranches - 1}: first branch index ${String(firstIndex)} with ${String(count)} branches does not fit`, {
+        details: { firstIndex, count, max: this.maxBranches },
+      });
+    }
     if (!Number.isInteger(count) || count < 1 || count > this.maxBranches) {
       throw new AirlockError('INVALID_ARGUMENTS', `fork count must be a whole number from 1 to ${this.maxBranches} (got ${String(count)}); the maximum is the server's maxForkBranches`, {
         details: { count, max: this.maxBranches },
@@ -100,8 +114,9 @@ export class ForkService {
       // A snapshot sealed moments ago by this call is not read a second time.
       if (!takenNow) await artifacts.verify(snapshot.id, snapshot.checksum);
       const parent = await records.get(snapshot.sessionId);
-      // The snapshot's bytes and the branches' disks live on the host of the server that manages the parent.
-      requireOwned(parent, records.owner);
+      // The snapshot's bytes and the branches' disks live on the host of the server that manages the parent,
+      // unless they are in object storage: then a named snapshot forks on any server.
+      if (!(this.deps.sharedArtifacts && source.snapshotId !== undefined)) requireOwned(parent, records.owner);
       const image = await this.deps.images.get(snapshot.imageName);
       if (image.digest !== snapshot.imageDigest) {
         throw new AirlockError('INVALID_STATE', `image ${image.name} changed since snapshot ${snapshot.id} was taken (${snapshot.imageDigest} then, ${image.digest} now); its memory cannot run on another root filesystem`, {
@@ -109,7 +124,7 @@ export class ForkService {
         });
       }
       await audit.appendNow(store, { sessionId: parent.id, type: 'session.fork-started', data: { snapshotId: snapshot.id, count } });
-      const branches = await this.createBranches(parent, snapshot, image, count);
+      const branches = await this.createBranches(parent, snapshot, image, count, firstIndex);
       await audit.appendNow(store, {
         sessionId: parent.id,
         type: 'session.fork-completed',
@@ -152,20 +167,21 @@ export class ForkService {
   }
 
   /** Runs the branches through a small pool; after DISK_FULL, branches not yet started are not created. */
-  private async createBranches(parent: SessionRecord, snapshot: SnapshotRecord, image: ImageRecord, count: number): Promise<ForkBranch[]> {
+  private async createBranches(parent: SessionRecord, snapshot: SnapshotRecord, image: ImageRecord, count: number, firstIndex: number): Promise<ForkBranch[]> {
     const results: ForkBranch[] = [];
     let next = 0;
     let halted: { index: number; error: AirlockError } | undefined;
     const worker = async (): Promise<void> => {
       while (next < count) {
-        const index = next++;
+        const position = next++;
+        const index = firstIndex + position;
         if (halted) {
           const message = `branch ${index} was not created: the host ran out of disk space while creating branch ${halted.index} (${halted.error.message}); free space under the data dir, then fork again`;
-          results[index] = { index, ok: false, sessionId: null, error: new AirlockError('DISK_FULL', message, { details: { branchIndex: index } }) };
+          results[position] = { index, ok: false, sessionId: null, error: new AirlockError('DISK_FULL', message, { details: { branchIndex: index } }) };
           continue;
         }
         const branch = await this.createBranch(parent, snapshot, image, index);
-        results[index] = branch;
+        results[position] = branch;
         if (!branch.ok && branch.error.code === 'DISK_FULL') halted ??= { index, error: branch.error };
       }
     };

@@ -1960,7 +1960,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** fork into count branches (from the session now, or from snapshotId); each branch is a new session or {index, sessionId, error} */
+        /** fork into count branches (from the session now, or from snapshotId); each branch is a new session or {index, sessionId, error}; in a cluster, branches go to the nodes with the most free capacity */
         post: {
             parameters: {
                 query?: never;
@@ -1974,6 +1974,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         count: number;
+                        /** @description lineage index of the first branch: set by a node asking another for its share of a fork */
+                        firstBranchIndex?: number;
                         snapshotId?: string;
                     };
                 };

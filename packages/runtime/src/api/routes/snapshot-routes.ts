@@ -6,11 +6,13 @@ import { parseBody } from '../parse-body.js';
 import { sessionView } from '../session-view.js';
 import { snapshotView } from '../../core/snapshot.js';
 import { errorBody } from '../http-errors.js';
+import { forkAcrossNodes } from '../fork-across-nodes.js';
 
 // Names end up in tables and logs: no control characters.
 const createBody = z.strictObject({ name: z.string().min(1).max(128).regex(/^\P{Cc}+$/u, 'expected no control characters').optional() });
 // count is checked by the fork service (whole number, 1..max) so that its message names the limit.
-const forkBody = z.strictObject({ count: z.number(), snapshotId: z.string().min(1).optional() });
+// firstBranchIndex: set by a node asking another for its share of a fork spread over nodes.
+const forkBody = z.strictObject({ count: z.number(), snapshotId: z.string().min(1).optional(), firstBranchIndex: z.number().int().min(0).optional() });
 
 /** Registers /v1/snapshots and the snapshot and fork routes of a session. */
 export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockServices): void {
@@ -33,7 +35,14 @@ export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockSe
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/fork', async (request, reply) => {
     const body = parseBody(forkBody, request.body ?? {});
-    const result = await services.forks.fork({ sessionId: request.params.id, ...(body.snapshotId === undefined ? {} : { snapshotId: body.snapshotId }) }, body.count);
+    // In a cluster, branches go where there is room: a share of them may be made by other nodes.
+    if (body.firstBranchIndex === undefined && Number.isInteger(body.count) && body.count > 1 && body.count <= services.forks.maxBranches) {
+      const spread = await forkAcrossNodes(services, request, request.params.id, { count: body.count, ...(body.snapshotId === undefined ? {} : { snapshotId: body.snapshotId }) });
+      if (spread) return reply.status(201).send(spread);
+    }
+    const result = await services.forks.fork({ sessionId: request.params.id, ...(body.snapshotId === undefined ? {} : { snapshotId: body.snapshotId }) }, body.count, {
+      ...(body.firstBranchIndex === undefined ? {} : { firstIndex: body.firstBranchIndex }),
+    });
     const branches = result.branches.map((branch) =>
       branch.ok ? sessionView(branch.session) : { index: branch.index, sessionId: branch.sessionId, ...errorBody(branch.error) },
     );
