@@ -90,15 +90,15 @@ export class ForkService {
 
   /** Creates `count` branches of `source`; the result lists each branch, created or failed with its cause. */
   async fork(source: ForkSource, count: number, options: ForkOptions = {}): Promise<ForkResult> {
+    if (!Number.isInteger(count) || count < 1 || count > this.maxBranches) {
+      throw new AirlockError('INVALID_ARGUMENTS', `fork count must be a whole number from 1 to ${this.maxBranches} (got ${String(count)}); the maximum is the server's maxForkBranches`, {
+        details: { count, max: this.maxBranches },
+      });
+    }
     const firstIndex = options.firstIndex ?? 0;
     if (!Number.isInteger(firstIndex) || firstIndex < 0 || firstIndex + count > this.maxBranches) {
       throw new AirlockError('INVALID_ARGUMENTS', `the branches of one fork are numbered 0 to ${this.maxBranches - 1}: first branch index ${String(firstIndex)} with ${String(count)} branches does not fit`, {
         details: { firstIndex, count, max: this.maxBranches },
-      });
-    }
-    if (!Number.isInteger(count) || count < 1 || count > this.maxBranches) {
-      throw new AirlockError('INVALID_ARGUMENTS', `fork count must be a whole number from 1 to ${this.maxBranches} (got ${String(count)}); the maximum is the server's maxForkBranches`, {
-        details: { count, max: this.maxBranches },
       });
     }
     const { records, locks, snapshots, artifacts, store, audit, drivers } = this.deps;
