@@ -131,9 +131,11 @@ export class NodeMembership {
     const { records, store } = this.deps;
     const sessions = (await store.listSessions({ owner: node.id })).filter((session) => MACHINE_STATES.has(session.state));
     for (const session of sessions) {
-      const lastSnapshot = session.resumeSnapshotId
-        ? await store.getSnapshot(session.resumeSnapshotId)
-        : (await store.listSnapshots({ sessionId: session.id })).at(-1);
+      // The newest snapshot still there (its files are in the bucket): what a fork continues from.
+      const lastSnapshot = (await store.listSnapshots({ sessionId: session.id }))
+        .filter((snapshot) => snapshot.deletedAt === null)
+        .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
+        .at(-1);
       const message =
         `node ${node.id} stopped renewing its lease at ${node.heartbeatAt} and its machine is lost` +
         (lastSnapshot

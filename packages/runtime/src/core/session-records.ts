@@ -135,7 +135,7 @@ export class SessionRecords {
 
   /** Takes the lease of every session the store says this node owns (at start: they are this data dir's). */
   async holdOwned(): Promise<number> {
-    const owned = await this.store.listSessions({ owner: this.owner });
+    const owned = (await this.store.listSessions({ owner: this.owner })).filter((session) => session.state !== 'terminated');
     for (const session of owned) this.leases.hold(session.id, session.epoch ?? 0);
     return owned.length;
   }
