@@ -50,9 +50,9 @@ import type { SessionContract } from './core/session-contract.js';
 import type { ApprovalRecord } from './core/approval.js';
 import { OtlpExporter } from './telemetry/otlp-exporter.js';
 import { checkClusterOptions, checkNodeId, claimNodeId } from './cluster/cluster-options.js';
-import { hostCapacity, NodeMembership } from './cluster/node-membership.js';
+import type { NodeMembership } from './cluster/node-membership.js';
+import { hostMembership } from './cluster/host-membership.js';
 import { SessionRouting } from './cluster/session-routing.js';
-import { cpus, totalmem } from 'node:os';
 import { ContractAuthorizer } from './policy/contract-authorizer.js';
 import { invalidContract } from './policy/contract-issues.js';
 import { analyzeCommand } from './policy/shell-analysis.js';
@@ -353,39 +353,18 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     return contract;
   };
   const membership = cluster
-    ? new NodeMembership({
+    ? await hostMembership({
         store,
-        records: core.records,
+        sessions: core.sessions,
+        drivers,
+        disks,
         clock: systemClock,
-        self: {
-          id: nodeId,
-          address: cluster.address,
-          capacity: hostCapacity(
-            cpus().length,
-            Math.floor(totalmem() / 1048576),
-            Number.parseInt(process.env['AIRLOCK_NODE_MAX_SESSIONS'] ?? '', 10) || undefined,
-          ),
-          runtimeVersion: await runtimeVersionOf(drivers.default),
-          airlockVersion: AIRLOCK_VERSION,
-        },
-        leaseMs: cluster.leaseMs,
-        suspend: (sessionId) => core.sessions.suspend(sessionId, 'manual'),
-        dropLocal: async (sessionId) => {
-          // A call still running here ends first (its last write is refused: LEASE_LOST), for at most a lease.
-          let patience: NodeJS.Timeout | undefined;
-          await Promise.race([
-            core.sessions.locks.exclusive(sessionId, async () => undefined),
-            new Promise((resolve) => (patience = setTimeout(resolve, cluster.leaseMs))),
-          ]);
-          clearTimeout(patience);
-          // What this host still has of a session another node now holds: its machines, then its disk.
-          for (const driver of drivers.all()) {
-            for (const sandbox of await driver.list()) {
-              if (sandbox.sessionId === sessionId) await driver.destroy({ sandboxId: sandbox.sandboxId, sessionId, driver: driver.name, driverData: {} });
-            }
-          }
-          if ((await disks.list()).includes(sessionId)) await disks.destroy(sessionId);
-        },
+        nodeId,
+        settings: cluster,
+        airlockVersion: AIRLOCK_VERSION,
+        ...(Number.parseInt(process.env['AIRLOCK_NODE_MAX_SESSIONS'] ?? '', 10) > 0
+          ? { maxSessions: Number.parseInt(process.env['AIRLOCK_NODE_MAX_SESSIONS'] ?? '', 10) }
+          : {}),
         log: (message) => process.stderr.write(`airlock: ${message}\n`),
       })
     : undefined;
@@ -459,12 +438,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       rmSync(layout.pidFile, { force: true });
     },
   };
-}
-
-/** The sandbox runtime's version, as nodes compare it for placement (a snapshot restores only on the runtime that took it). */
-async function runtimeVersionOf(driver: SandboxDriver): Promise<string> {
-  const facts = (await driver.describeRuntime?.().catch(() => undefined)) ?? {};
-  return [driver.name, ...Object.entries(facts).map(([key, value]) => `${key}=${value}`)].join(' ');
 }
 
 /** The bucket, checked reachable now: a bad setting fails the start before anything is created. */
