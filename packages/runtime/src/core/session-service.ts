@@ -291,11 +291,38 @@ export class SessionService {
 
   /**
    * Runs one command in a fresh sandbox over the session's disk (per-call
-   * mode, or an ephemeral call of a machine session). Holds the shared lock,
-   * so it never sees a disk in the middle of a suspend. A failed session
-   * whose disk is kept still runs these: it is how its files are recovered.
+   * mode, or an ephemeral call of a machine session).
    */
   async runEphemeral(id: string, request: Omit<ExecRequest, 'argv'> & { argv: string[] }): Promise<ExecOutcome> {
+    return this.withEphemeralSpec(id, async (spec) => {
+      const outcome = await this.driver.runOnce({ ...spec, oneShot: { argv: request.argv } }, request);
+      this.usage.chargePerCall(id, outcome.durationMs);
+      return outcome;
+    });
+  }
+
+  /**
+   * Runs `work` on a throw-away sandbox over the session's disk (file calls of
+   * per-call sessions and of failed ones), destroyed afterwards.
+   */
+  async withScratchSandbox<T>(id: string, work: (handle: SandboxHandle) => Promise<T>): Promise<T> {
+    return this.withEphemeralSpec(id, async (spec) => {
+      const handle = await this.driver.start({ ...spec, scratch: true });
+      try {
+        return await work(handle);
+      } finally {
+        await this.driver.destroy(handle);
+      }
+    });
+  }
+
+  /**
+   * A spec for a fresh sandbox over the session's disk, under the shared
+   * lock, so it never sees a disk in the middle of a suspend. A failed
+   * session whose disk is kept still gets one: it is how its files are
+   * recovered.
+   */
+  private async withEphemeralSpec<T>(id: string, work: (spec: SandboxSpec) => Promise<T>): Promise<T> {
     return this.locks.shared(id, async () => {
       const session = this.get(id);
       const recoverable = session.state === 'failed' && (await this.disks.list()).includes(session.id);
@@ -306,12 +333,7 @@ export class SessionService {
       const spec = await this.specFor(session, image);
       const sandboxId = `airlock-${session.id}-run-${newId('c').slice(2, 12)}`;
       this.usage.touch(session.id);
-      const outcome = await this.driver.runOnce(
-        { ...spec, sandboxId, stateDir: this.layout.sandboxStateDir(sandboxId), oneShot: { argv: request.argv } },
-        request,
-      );
-      this.usage.chargePerCall(id, outcome.durationMs);
-      return outcome;
+      return work({ ...spec, sandboxId, stateDir: this.layout.sandboxStateDir(sandboxId) });
     });
   }
 

@@ -6,6 +6,10 @@
 import type { Duplex } from 'node:stream';
 import { AirlockError } from '../../core/errors.js';
 import type {
+  SandboxHealth,
+  SandboxProcess,
+  SandboxTerminal,
+  TerminalRequest,
   CheckpointResult,
   DriverCapabilities,
   ExecOutcome,
@@ -18,6 +22,7 @@ import type {
   SandboxSpec,
   SandboxUsage,
 } from '../../core/sandbox-driver.js';
+import { FakeFiles } from './fake-files.js';
 
 /** Answer of the fake to one exec. */
 export interface FakeExecAnswer {
@@ -28,10 +33,16 @@ export interface FakeExecAnswer {
 
 /** A recording, scriptable driver. */
 export class FakeDriver implements SandboxDriver {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly name = 'fake';
-  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: false, resize: true, pause: true };
-  readonly toolboxPath = '/.airlock/bin/busybox';
+  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: false, resize: true, pause: true, terminal: false };
+  /** file operations on the session disk dir of each sandbox (see fake-files.ts) */
+  readonly files = new FakeFiles((handle) => {
+    const root = this.roots.get(handle.sandboxId);
+    if (!root) throw new Error(`fake sandbox ${handle.sandboxId} is not running`);
+    return root;
+  });
+  private readonly roots = new Map<string, string>();
   /** every exec, in order */
   readonly execs: { sandboxId: string; argv: string[] }[] = [];
   readonly sandboxes = new Map<string, 'running' | 'paused'>();
@@ -48,6 +59,7 @@ export class FakeDriver implements SandboxDriver {
 
   async start(spec: SandboxSpec): Promise<SandboxHandle> {
     this.sandboxes.set(spec.sandboxId, 'running');
+    this.roots.set(spec.sandboxId, spec.diskDir);
     return { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driverData: {} };
   }
 
@@ -94,6 +106,26 @@ export class FakeDriver implements SandboxDriver {
 
   async destroy(handle: SandboxHandle): Promise<void> {
     this.sandboxes.delete(handle.sandboxId);
+    this.roots.delete(handle.sandboxId);
+  }
+
+  async health(handle: SandboxHandle): Promise<SandboxHealth> {
+    const status = this.sandboxes.get(handle.sandboxId);
+    return status === 'running' ? { answering: true, latencyMs: 0 } : { answering: false, reason: status ?? 'missing' };
+  }
+
+  /** The fake runs no processes. */
+  async processes(handle: SandboxHandle): Promise<SandboxProcess[]> {
+    if (!this.sandboxes.has(handle.sandboxId)) throw new Error(`fake sandbox ${handle.sandboxId} is not running`);
+    return [];
+  }
+
+  async signal(_handle: SandboxHandle, pid: number): Promise<void> {
+    throw new AirlockError('NOT_FOUND', `no process ${pid} in the sandbox (the fake driver runs none)`, { details: { pid } });
+  }
+
+  async openTerminal(_handle: SandboxHandle, _request: TerminalRequest): Promise<SandboxTerminal> {
+    throw new AirlockError('DRIVER_UNAVAILABLE', 'the fake driver declares no terminal capability');
   }
 
   async connect(handle: SandboxHandle, port: number): Promise<Duplex> {

@@ -1,12 +1,16 @@
 /**
  * The gVisor (runsc) sandbox driver: one user-space-kernel machine per
  * session, with its writable root layer and /workspace on the session disk.
- * See docs in `in-sandbox-scripts.ts` (how commands run), `rootfs-view.ts`
- * (why the image is mounted read-only) and `cgroups.ts` (limits).
+ * The machine's first process is the agent (packages/runtime/agent,
+ * docs/agent-protocol.md): every command, file operation, port relay and
+ * identity change goes through it over one host Unix socket, so no call
+ * spawns `runsc exec`. See `sandbox-agents.ts` (the connections),
+ * `rootfs-view.ts` (why the image is mounted read-only) and `cgroups.ts`.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { AirlockError } from '../../core/errors.js';
 import type {
   CheckpointResult,
@@ -15,21 +19,29 @@ import type {
   ExecRequest,
   SandboxDriver,
   SandboxHandle,
+  SandboxHealth,
   SandboxIdentity,
   SandboxListing,
+  SandboxProcess,
   SandboxResources,
   SandboxSpec,
+  SandboxTerminal,
   SandboxUsage,
+  TerminalRequest,
 } from '../../core/sandbox-driver.js';
+import type { SandboxFiles } from '../../core/sandbox-files.js';
+import { sandboxFilesOver } from '../agent/agent-files.js';
+import { checkExecRequest, execThroughAgent } from '../agent/agent-exec.js';
+import { openPortStream } from '../agent/agent-port-stream.js';
+import { applyIdentity, listProcesses, signalProcess } from '../agent/agent-system.js';
+import { openTerminal } from '../agent/agent-terminal.js';
+import { defaultAgentBinary } from './agent-binary.js';
 import { readUsage, removeCgroups, wasOomKilled, writeLimits } from './cgroups.js';
 import { checkGvisorHost } from './host-check.js';
-import { execCommand } from './exec-command.js';
-import { EXEC_FROM_PATH, INIT_SCRIPT, JOB_SCRIPT, NPROC_RESERVE, TOOLBOX_PATH } from './in-sandbox-scripts.js';
-import { WORKSPACE_PATH } from './oci-spec.js';
 import { ensureSkeleton } from './rootfs-view.js';
 import { Runsc, runscFailure } from './runsc.js';
+import { SandboxAgents } from './sandbox-agents.js';
 import {
-  execProcessesOf,
   hostProcessesOf,
   isProcessAlive,
   logTail,
@@ -40,15 +52,8 @@ import {
   validateSpec,
   type SandboxPaths,
 } from './sandbox-files.js';
-import { superviseCommand, type SupervisedOutcome } from './supervised-command.js';
+import { AGENT_INIT, markCheckpointImage } from './sandbox-markers.js';
 import { NETSTACK_WRAPPER, SandboxNetworks } from './sandbox-network.js';
-import { connectPort } from './port-connection.js';
-import { START_MARKER_PRINTF, StartMarkerFilter } from './start-marker.js';
-import type { Duplex } from 'node:stream';
-import { personalizeSandbox } from './sandbox-identity.js';
-import { boundProcDentryCache } from './proc-dentry-cache.js';
-import { recordRelayProtocol } from './relay-protocol.js';
-import { markCheckpointImage } from './sandbox-markers.js';
 
 /** Options of the gVisor driver. */
 export interface GvisorDriverOptions {
@@ -56,47 +61,62 @@ export interface GvisorDriverOptions {
   stateRoot: string;
   /** default /usr/bin/runsc */
   runscPath?: string;
-  /** static busybox on the host, bind-mounted read-only at `toolboxPath`; default /bin/busybox */
-  toolboxHostPath?: string;
+  /** the agent binary on the host, bind-mounted read-only into every sandbox; default: the one `make` builds in dist/agent */
+  agentHostPath?: string;
   /** runsc platform; default systrap. kvm is refused: it hangs on this host kind. */
   platform?: 'systrap' | 'ptrace';
 }
 
 /** Every runsc container id of this driver starts with this, so `list` finds only ours. */
 export const CONTAINER_PREFIX = 'airlock-';
+/** Processes the agent may start above the session's RLIMIT_NPROC, so a fork bomb never locks it out. */
+export const NPROC_RESERVE = 64;
+/** How long a fresh sandbox's agent has to say hello. */
+const START_TIMEOUT_MS = 15_000;
 
 /** What the driver stores in `SandboxHandle.driverData`. */
 interface GvisorHandleData {
   stateDir: string;
   diskDir: string;
+  /** RLIMIT_NPROC of the sandbox's commands; absent in handles stored by older versions */
+  processLimit?: number;
 }
 
 /** The SandboxDriver over gVisor's runsc. */
 export class GvisorDriver implements SandboxDriver {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly name = 'gvisor';
-  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: true, resize: true, pause: true };
-  readonly toolboxPath = TOOLBOX_PATH;
+  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: true, resize: true, pause: true, terminal: true };
+  readonly files: SandboxFiles;
 
   private readonly runsc: Runsc;
   private readonly stateRoot: string;
-  private readonly toolboxHostPath: string;
+  private readonly agentHostPath: string;
   private readonly platform: 'systrap' | 'ptrace';
   private readonly networks: SandboxNetworks;
+  private readonly agents: SandboxAgents;
 
   constructor(options: GvisorDriverOptions) {
     if ((options.platform as string | undefined) === 'kvm') {
       throw new AirlockError('INVALID_ARGUMENTS', 'runsc --platform=kvm hangs on this host kind (PVM); use systrap');
     }
     this.stateRoot = options.stateRoot;
-    this.toolboxHostPath = options.toolboxHostPath ?? '/bin/busybox';
+    this.agentHostPath = options.agentHostPath ?? defaultAgentBinary();
     this.platform = options.platform ?? 'systrap';
     this.runsc = new Runsc({ binary: options.runscPath ?? '/usr/bin/runsc', stateRoot: join(options.stateRoot, 'runsc') });
     this.networks = new SandboxNetworks(options.stateRoot);
+    this.agents = new SandboxAgents({
+      runsc: this.runsc,
+      containerIdOf,
+      status: (handle) => this.status(handle),
+      died: (handle, status) => this.diedWithLog(handle, status),
+      stateDirOf: (handle) => handleData(handle).stateDir,
+    });
+    this.files = sandboxFilesOver((handle) => this.agents.connectionOf(handle));
   }
 
   async checkHost(): Promise<void> {
-    await checkGvisorHost(this.runsc, this.toolboxHostPath);
+    await checkGvisorHost(this.runsc, this.agentHostPath);
     await this.ensureRoots();
     // At start-up nothing is being created: a namespace without its runsc container is a crash leftover.
     for (const sandboxId of await this.networks.list()) {
@@ -110,95 +130,83 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   async exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecOutcome> {
-    const { stateDir } = handleData(handle);
-    // The relay prints the start marker (see in-sandbox-scripts.ts); transient commands run without it.
-    const marker = request.transient ? undefined : new StartMarkerFilter(request.onStdout);
-    const outcome = await execCommand(this.runsc, containerIdOf(handle.sandboxId), stateDir, marker ? { ...request, onStdout: marker.push } : request);
-    marker?.flush();
-    if (outcome.exitCode !== 0 && !outcome.timedOut && !outcome.aborted) await this.assertAlive(handle, outcome);
-    return { exitCode: outcome.exitCode, timedOut: outcome.timedOut, aborted: outcome.aborted, durationMs: outcome.durationMs, ...startOf(marker) };
-  }
-
-  async runOnce(spec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome> {
-    const argv = spec.oneShot?.argv;
-    if (!argv || argv.length === 0) throw new AirlockError('INVALID_ARGUMENTS', 'runOnce needs spec.oneShot.argv with at least one element');
-    validateSpec(spec);
-    validateEnv(request.env);
-    const handle = this.handleOf(spec);
+    checkExecRequest(request);
+    const connection = await this.agents.connectionOf(handle);
     try {
-      await this.ensureRoots();
-      const netnsPath = await this.attachNetwork(spec);
-      const paths = await prepareSandboxFiles({
-        spec,
-        ...(netnsPath === undefined ? {} : { netnsPath }),
-        skeletonDir: this.skeletonDir(),
-        toolboxHostPath: this.toolboxHostPath,
-        // The wrapper marks the moment the command starts, so the caller can tell boot from run.
-        args: [TOOLBOX_PATH, 'sh', '-c', `printf '${START_MARKER_PRINTF}'\n${EXEC_FROM_PATH}`, 'airlock-once', ...argv],
-        cwd: request.cwd,
-        env: { ...spec.env, ...request.env },
-      });
-      const containerId = containerIdOf(spec.sandboxId);
-      // root:memory: the per-call root layer is thrown away with the sandbox; only /workspace persists.
-      const child = this.runsc.spawn([...this.launchFlags(paths, 'root:memory', netnsPath !== undefined), 'run', `--bundle=${paths.bundleDir}`, containerId], {
-        stdio: 'pipe',
-        cwd: paths.bundleDir,
-        ...(netnsPath === undefined ? {} : { wrapper: NETSTACK_WRAPPER }),
-      });
-      const killInSandbox = async (): Promise<void> => {
-        const killed = await this.runsc.run(['kill', containerId, 'KILL'], { timeoutMs: 5_000 });
-        if (killed.code !== 0) await this.runsc.run(['delete', '-force', containerId], { timeoutMs: 30_000 });
-      };
-      const marker = new StartMarkerFilter(request.onStdout);
-      const outcome = await superviseCommand(child, { request: { ...request, onStdout: marker.push }, killInSandbox });
-      marker.flush();
-      return { exitCode: outcome.exitCode, timedOut: outcome.timedOut, aborted: outcome.aborted, durationMs: outcome.durationMs, ...startOf(marker) };
-    } finally {
-      await this.destroy(handle);
+      return await execThroughAgent(connection, request, { processLimit: handleData(handle).processLimit ?? 0, revive: () => this.agents.revive(handle) });
+    } catch (error) {
+      throw await this.explain(handle, error);
     }
   }
 
   /**
-   * Checkpoints with the sandbox paused and left running, and destroys it only
-   * once the image is complete under its final name. A plain `checkpoint` kills
-   * the sandbox first and keeps "running" in `state` for a moment (pitfall 4),
-   * so a failure (ENOSPC, a runsc error) would lose the session. Measured on a
-   * small sandbox: pause 44 ms + checkpoint --leave-running 170–440 ms, against
-   * 460 ms for a plain checkpoint; the delete that follows costs the same
-   * (~1.3–2 s, the sandbox process's teardown) either way.
+   * A fresh sandbox over the session disk whose agent runs the command, then
+   * the sandbox is destroyed. Its root layer lives in memory: only
+   * /workspace persists.
+   */
+  async runOnce(spec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome> {
+    const argv = spec.oneShot?.argv;
+    if (!argv || argv.length === 0) throw new AirlockError('INVALID_ARGUMENTS', 'runOnce needs spec.oneShot.argv with at least one element');
+    checkExecRequest({ ...request, argv });
+    const begun = performance.now();
+    let handle: SandboxHandle | undefined;
+    try {
+      handle = await this.launch({ ...spec, scratch: true }, undefined);
+      const bootMs = performance.now() - begun;
+      const outcome = await this.exec(handle, { ...request, argv });
+      return { ...outcome, durationMs: Math.round(performance.now() - begun), startMs: Math.round(bootMs + (outcome.startMs ?? 0)) };
+    } finally {
+      await this.destroy(handle ?? this.handleOf(spec));
+    }
+  }
+
+  /**
+   * Parks the agent (it closes its host socket: a connected one makes runsc's
+   * checkpoint panic), then checkpoints with the sandbox paused and left
+   * running, and destroys it only once the image is complete under its final
+   * name. A plain `checkpoint` kills the sandbox first and keeps "running" in
+   * `state` for a moment (pitfall 4), so a failure (ENOSPC, a runsc error)
+   * would lose the session. After a checkpoint that leaves the sandbox
+   * running, or one that failed, the agent is woken to reconnect.
    */
   async checkpoint(handle: SandboxHandle, imageDir: string, options: { leaveRunning: boolean }): Promise<CheckpointResult> {
     const started = performance.now();
     const containerId = containerIdOf(handle.sandboxId);
     const status = await this.status(handle);
-    if (status !== 'running' && status !== 'paused') throw this.died(handle, status);
+    if (status !== 'running' && status !== 'paused') throw await this.diedWithLog(handle, status);
     if (await exists(imageDir)) throw new AirlockError('INVALID_STATE', `checkpoint image ${imageDir} already exists; choose a new directory`);
-    const partial = `${imageDir}.partial-${randomBytes(4).toString('hex')}`;
-    await mkdir(partial, { recursive: true });
     const wasPaused = status === 'paused';
+    // A paused agent cannot park: thaw it for that moment.
+    if (wasPaused) await this.runsc.check(['resume', containerId], `resuming ${handle.sandboxId} to park its agent`);
     try {
-      if (!wasPaused) await this.runsc.check(['pause', containerId], `pausing ${handle.sandboxId} for a checkpoint`);
-      // An exec in flight holds host pipes inside the sandbox: the image would save fine and then
-      // fail to restore ("no host FD available"), after the original was destroyed. Checked once
-      // paused, so no exec can start in between.
-      if ((await execProcessesOf(containerId)).length > 0) {
-        throw new AirlockError('SESSION_BUSY', `sandbox ${handle.sandboxId} is running a command; wait for it to finish (or abort it) before a checkpoint`);
-      }
+      await this.agents.park(handle);
+    } catch (error) {
+      if (wasPaused) await this.runsc.run(['pause', containerId]).catch(() => undefined);
+      throw error;
+    }
+    const partial = `${imageDir}.partial-${randomBytes(4).toString('hex')}`;
+    try {
+      await mkdir(partial, { recursive: true });
+      await this.runsc.check(['pause', containerId], `pausing ${handle.sandboxId} for a checkpoint`);
       const result = await this.runsc.run(['checkpoint', `--image-path=${partial}`, '--compression=none', '--leave-running', containerId], { timeoutMs: 600_000 });
       if (result.code !== 0) {
         const error = runscFailure(`checkpoint of ${handle.sandboxId} failed; the sandbox is still running`, result);
-        if (!(await isProcessAlive((await this.runsc.state(containerId))?.pid ?? 0))) throw this.died(handle, 'stopped');
+        if (!(await isProcessAlive((await this.runsc.state(containerId))?.pid ?? 0))) throw await this.diedWithLog(handle, 'stopped');
         throw error;
       }
       await markCheckpointImage(handleData(handle).stateDir, partial);
       await rename(partial, imageDir);
     } catch (error) {
       await rm(partial, { recursive: true, force: true });
-      if (!wasPaused) await this.runsc.run(['resume', containerId]).catch(() => undefined);
+      await this.runsc.run(['resume', containerId]).catch(() => undefined);
+      await this.agents.unpark(handle).catch(() => undefined);
+      if (wasPaused) await this.runsc.run(['pause', containerId]).catch(() => undefined);
       throw error;
     }
     if (options.leaveRunning) {
-      if (!wasPaused) await this.runsc.check(['resume', containerId], `resuming ${handle.sandboxId} after its checkpoint`);
+      await this.runsc.check(['resume', containerId], `resuming ${handle.sandboxId} after its checkpoint`);
+      await this.agents.unpark(handle);
+      if (wasPaused) await this.runsc.check(['pause', containerId], `pausing ${handle.sandboxId} again after its checkpoint`);
     } else {
       await this.destroy(handle);
     }
@@ -209,12 +217,19 @@ export class GvisorDriver implements SandboxDriver {
     if (!(await exists(join(imageDir, 'checkpoint.img')))) {
       throw new AirlockError('SNAPSHOT_NOT_FOUND', `no checkpoint image in ${imageDir}; take one with checkpoint() first`);
     }
+    if (!(await AGENT_INIT.isIn(imageDir))) {
+      throw new AirlockError(
+        'SNAPSHOT_INCOMPATIBLE',
+        `the memory image ${imageDir} was taken by an older Airlock whose machines had no agent, and this version cannot restore it; ` +
+          'start a new session (or fork a snapshot taken by this version); the session\'s disk is kept, so its files stay reachable through `files` and `exec --ephemeral`',
+        { details: { imageDir } },
+      );
+    }
     return this.launch(spec, imageDir);
   }
 
   async personalize(handle: SandboxHandle, identity: SandboxIdentity): Promise<void> {
-    // No liveness probe first: it is called right after a restore, and the exec fails on a dead sandbox anyway.
-    await personalizeSandbox(this.runsc, containerIdOf(handle.sandboxId), identity);
+    await applyIdentity(await this.agents.connectionOf(handle), identity);
   }
 
   async pause(handle: SandboxHandle): Promise<void> {
@@ -246,9 +261,27 @@ export class GvisorDriver implements SandboxDriver {
     return liveStatus(state.status, await isProcessAlive(state.pid));
   }
 
+  async health(handle: SandboxHandle): Promise<SandboxHealth> {
+    return this.agents.health(handle);
+  }
+
+  async processes(handle: SandboxHandle): Promise<SandboxProcess[]> {
+    return listProcesses(await this.agents.connectionOf(handle));
+  }
+
+  async signal(handle: SandboxHandle, pid: number, signal: string | number): Promise<void> {
+    await signalProcess(await this.agents.connectionOf(handle), pid, signal);
+  }
+
+  async openTerminal(handle: SandboxHandle, request: TerminalRequest): Promise<SandboxTerminal> {
+    checkExecRequest(request);
+    return openTerminal(await this.agents.connectionOf(handle), request, handleData(handle).processLimit ?? 0);
+  }
+
   async destroy(handle: SandboxHandle): Promise<void> {
     // First, and even for a handle without driverData (orphans): the sandbox loses its only link at once.
     await this.networks.remove(handle.sandboxId);
+    await this.agents.close(handle.sandboxId);
     const { stateDir } = handleData(handle);
     const containerId = containerIdOf(handle.sandboxId);
     // A one-shot sandbox is usually gone already (`runsc run` deletes it on exit): skip two runsc calls then.
@@ -273,7 +306,7 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   async connect(handle: SandboxHandle, port: number): Promise<Duplex> {
-    return connectPort(this.runsc, containerIdOf(handle.sandboxId), handle.sandboxId, port);
+    return openPortStream(await this.agents.connectionOf(handle), port);
   }
 
   async list(): Promise<SandboxListing[]> {
@@ -302,27 +335,26 @@ export class GvisorDriver implements SandboxDriver {
         spec,
         ...(netnsPath === undefined ? {} : { netnsPath }),
         skeletonDir: this.skeletonDir(),
-        toolboxHostPath: this.toolboxHostPath,
-        // init must be identical for run and restore: restore re-checks the spec's process.
-        args: [TOOLBOX_PATH, 'sh', '-c', INIT_SCRIPT, 'airlock-init', JOB_SCRIPT, String(spec.resources.maxProcesses)],
-        cwd: WORKSPACE_PATH,
+        agentHostPath: this.agentHostPath,
         env: spec.env,
-        // init and the relays may fork even when commands used up their quota (see in-sandbox-scripts.ts).
         processLimit: spec.resources.maxProcesses + NPROC_RESERVE,
       });
+      // Listening before runsc starts: the agent connects as soon as it runs.
+      await this.agents.open(spec.sandboxId, spec.stateDir);
       const command = imageDir
         ? ['restore', `--image-path=${imageDir}`, '--detach', `--bundle=${paths.bundleDir}`, containerId]
         : ['run', '--detach', `--bundle=${paths.bundleDir}`, containerId];
       const doing = imageDir ? `restoring ${spec.sandboxId} from ${imageDir}` : `starting ${spec.sandboxId}`;
-      const result = await this.runsc.runWithLog([...this.launchFlags(paths, `root:dir=${paths.overlayDir}`, netnsPath !== undefined), ...command], {
+      // A scratch sandbox keeps its root layer in memory: thrown away with it.
+      const overlay = spec.scratch || spec.oneShot ? 'root:memory' : `root:dir=${paths.overlayDir}`;
+      const result = await this.runsc.runWithLog([...this.launchFlags(paths, overlay, netnsPath !== undefined), ...command], {
         logPath: paths.logPath,
         cwd: paths.bundleDir,
         ...(netnsPath === undefined ? {} : { wrapper: NETSTACK_WRAPPER }),
       });
       if (result.code !== 0) throw runscFailure(doing, { ...result, stderr: await logTail(paths.logPath) });
-      // Before any command runs: otherwise procfs keeps ~80 KiB per exited process (proc-dentry-cache.ts).
-      await boundProcDentryCache(this.runsc, containerId, spec.stateDir, imageDir);
-      await recordRelayProtocol(spec.stateDir, imageDir);
+      // A restored agent wakes by itself (its wait returns EINTR, measured); SIGUSR1 after a short grace in case it does not.
+      await this.agents.first(handle, START_TIMEOUT_MS, imageDir ? 50 : 2_000);
       return handle;
     } catch (error) {
       await this.destroy(handle).catch(() => undefined);
@@ -332,10 +364,11 @@ export class GvisorDriver implements SandboxDriver {
 
   /**
    * Flags of `run` and `restore`: the network (none, or gVisor's own stack in the sandbox's
-   * namespace, see sandbox-network.ts), the root layer's overlay, the platform.
+   * namespace, see sandbox-network.ts), host sockets, the root layer's overlay, the platform.
    */
   private launchFlags(paths: SandboxPaths, overlay: string, networked = false): string[] {
-    return [networked ? '--network=sandbox' : '--network=none', `--overlay2=${overlay}`, `--platform=${this.platform}`, `--panic-log=${paths.panicLogPath}`];
+    // --host-uds=open: the agent may connect out to its host socket (and only it can reach that socket's directory).
+    return [networked ? '--network=sandbox' : '--network=none', '--host-uds=open', `--overlay2=${overlay}`, `--platform=${this.platform}`, `--panic-log=${paths.panicLogPath}`];
   }
 
   /** Builds the sandbox's namespace when its spec asks for a network; its path for the OCI spec. */
@@ -345,20 +378,23 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   private handleOf(spec: SandboxSpec): SandboxHandle {
-    const driverData: GvisorHandleData = { stateDir: spec.stateDir, diskDir: spec.diskDir };
+    const driverData: GvisorHandleData = { stateDir: spec.stateDir, diskDir: spec.diskDir, processLimit: spec.resources.maxProcesses };
     return { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driverData: { ...driverData } };
   }
 
-  /** After a command failed: was it the sandbox that died (OOM kill, crash)? */
-  private async assertAlive(handle: SandboxHandle, outcome: SupervisedOutcome): Promise<void> {
-    // The sandbox process takes a moment to go after a fatal OOM; look again before trusting "running".
-    const attempts = outcome.exitCode >= 128 || outcome.hostSignal ? 6 : 1;
-    for (let attempt = 0; attempt < attempts; attempt++) {
+  /**
+   * A call lost its agent: was it the sandbox that died (OOM kill, pid 1
+   * killed)? The sandbox process takes a moment to go after a fatal OOM, so
+   * look a few times before trusting "running".
+   */
+  private async explain(handle: SandboxHandle, error: unknown): Promise<unknown> {
+    if (!(error instanceof AirlockError) || error.code !== 'SANDBOX_NOT_ANSWERING') return error;
+    for (let attempt = 0; attempt < 6; attempt++) {
       const status = await this.status(handle);
-      if (status === 'paused') throw new AirlockError('INVALID_STATE', `sandbox ${handle.sandboxId} is paused; unpause it before running commands`);
-      if (status !== 'running') throw await this.diedWithLog(handle, status);
-      if (attempt + 1 < attempts) await delay(250);
+      if (status !== 'running' && status !== 'paused') return this.diedWithLog(handle, status);
+      await delay(250);
     }
+    return error;
   }
 
   private async requireAlive(handle: SandboxHandle): Promise<void> {
@@ -386,13 +422,13 @@ export class GvisorDriver implements SandboxDriver {
     return this.died(handle, status, panic, await wasOomKilled(handle.sandboxId));
   }
 
-  /** Removes runsc's files of a container that `delete` could not remove (runsc killed mid-way). */
   /** Whether runsc keeps any state of the container (its files exist from create to delete). */
   private async hasRunscState(containerId: string): Promise<boolean> {
     const names = await readdir(join(this.stateRoot, 'runsc')).catch(() => [] as string[]);
     return names.some((name) => name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`);
   }
 
+  /** Removes runsc's files of a container that `delete` could not remove (runsc killed mid-way). */
   private async removeRunscState(containerId: string): Promise<void> {
     const root = join(this.stateRoot, 'runsc');
     for (const name of await readdir(root).catch(() => [] as string[])) {
@@ -410,21 +446,16 @@ export class GvisorDriver implements SandboxDriver {
   }
 }
 
-/** `{ startMs }` when the command's start marker was seen. */
-function startOf(marker: StartMarkerFilter | undefined): { startMs?: number } {
-  return marker?.startMs === undefined ? {} : { startMs: marker.startMs };
-}
-
 function containerIdOf(sandboxId: string): string {
   return `${CONTAINER_PREFIX}${sandboxId}`;
 }
 
 function handleData(handle: SandboxHandle): GvisorHandleData {
-  const { stateDir, diskDir } = handle.driverData;
+  const { stateDir, diskDir, processLimit } = handle.driverData;
   if (typeof stateDir !== 'string' || typeof diskDir !== 'string') {
     throw new AirlockError('INVALID_ARGUMENTS', `handle of ${handle.sandboxId} was not made by the gvisor driver (driverData lacks stateDir/diskDir)`);
   }
-  return { stateDir, diskDir };
+  return { stateDir, diskDir, ...(typeof processLimit === 'number' ? { processLimit } : {}) };
 }
 
 /** runsc's `state` keeps saying "running" after the sandbox process died; trust the process. */

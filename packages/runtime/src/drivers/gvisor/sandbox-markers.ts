@@ -1,6 +1,6 @@
 /**
  * Facts about a sandbox's own state that its checkpoints carry: what its
- * init speaks, whether its /proc is bounded. Each is a marker file in the
+ * first process is. Each is a marker file in the
  * sandbox's state dir; a checkpoint copies the markers into its image, and a
  * restore reads them back from the image, since a restore keeps the state
  * the image was taken with whatever the new spec says.
@@ -26,14 +26,17 @@ export class SandboxMarker {
   }
 }
 
-/** The sandbox's init speaks the current relay protocol (relay-protocol.ts). */
-export const CURRENT_RELAY = new SandboxMarker('airlock-relay-v2');
-/** The sandbox's /proc is the procfs with a bounded dentry cache (proc-dentry-cache.ts). */
-export const BOUNDED_PROC = new SandboxMarker('airlock-bounded-proc');
+/**
+ * The sandbox's first process is the agent (protocol 1.x), which also
+ * bounded its /proc at boot. Sandboxes and images without it come from an
+ * Airlock whose init was a busybox shell: they are refused
+ * (SANDBOX_INCOMPATIBLE, SNAPSHOT_INCOMPATIBLE).
+ */
+export const AGENT_INIT = new SandboxMarker('airlock-agent-v1');
 
 /** Copies every marker of the sandbox whose state dir is `stateDir` into a checkpoint image in the making. */
 export async function markCheckpointImage(stateDir: string, imageDir: string): Promise<void> {
-  for (const marker of [CURRENT_RELAY, BOUNDED_PROC]) {
+  for (const marker of [AGENT_INIT]) {
     if (await marker.isIn(stateDir)) await marker.put(imageDir);
   }
 }

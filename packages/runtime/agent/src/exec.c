@@ -1,0 +1,394 @@
+/*
+ * Commands: fork, then in the child a new session and process group, the
+ * stdio the host asked for (pipes, a pty, or /dev/null and a log file for a
+ * detached command), the session's process limit, no privilege the agent
+ * keeps for itself, the working directory, and an exec of the program found
+ * in $PATH. The command descends from pid 1, so it survives a checkpoint and
+ * restore, and holds in-sandbox fds only.
+ *
+ * A command is finished when it exited and its output pipes were read to
+ * their end or, if a background process still holds them, to what was
+ * there: everything the command itself wrote is in the pipe before it
+ * exits, so nothing of its own output is lost and nothing waits for its
+ * children. Pipes still held are drained to nowhere from then on.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+extern char **environ;
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define ERROR_TEXT_MAX 4096
+
+/* ---- in the child ---- */
+
+/* Writes a message to fd and ends the child with `code`; nothing else of the agent runs in it. */
+static void child_fail(int fd, int code, const char *first, const char *second, const char *third) {
+  char message[1024];
+  snprintf(message, sizeof message, "%s%s%s\n", first, second ? second : "", third ? third : "");
+  (void)!write(fd, message, strlen(message));
+  _exit(code);
+}
+
+/* The agent's environment with the request's variables on top (same name: the request wins). */
+static char **merged_environment(char **extra) {
+  size_t base = 0;
+  size_t added = 0;
+  while (environ && environ[base]) base++;
+  while (extra[added]) added++;
+  char **merged = calloc(base + added + 1, sizeof(char *));
+  if (!merged) return extra;
+  size_t count = 0;
+  for (size_t i = 0; i < base; i++) {
+    const char *equals = strchr(environ[i], '=');
+    size_t name = equals ? (size_t)(equals - environ[i]) : strlen(environ[i]);
+    bool replaced = false;
+    for (size_t j = 0; j < added && !replaced; j++) replaced = strncmp(extra[j], environ[i], name) == 0 && extra[j][name] == '=';
+    if (!replaced) merged[count++] = environ[i];
+  }
+  for (size_t j = 0; j < added; j++) merged[count++] = extra[j];
+  merged[count] = NULL;
+  return merged;
+}
+
+static const char *environment_value(char **environment, const char *name) {
+  size_t length = strlen(name);
+  for (size_t i = 0; environment[i]; i++) {
+    if (strncmp(environment[i], name, length) == 0 && environment[i][length] == '=') return environment[i] + length + 1;
+  }
+  return NULL;
+}
+
+static void exec_file(int report, const char *path, char **args, char **environment) {
+  execve(path, args, environment);
+  int error = errno;
+  if (error == ENOEXEC) {
+    /* A script without a #! line: what a shell would do with it. */
+    size_t count = 0;
+    while (args[count]) count++;
+    char **shell = calloc(count + 2, sizeof(char *));
+    if (shell) {
+      shell[0] = "sh";
+      shell[1] = (char *)path;
+      for (size_t i = 1; i < count; i++) shell[i + 1] = args[i];
+      execve("/bin/sh", shell, environment);
+    }
+  }
+  child_fail(report, error == ENOENT ? 127 : 126, args[0], ": ", strerror(error));
+}
+
+/* Runs args[0] as a shell would: a name without '/' is looked up in $PATH, never in the agent. */
+static void exec_program(int report, char **args, char **environment) {
+  const char *name = args[0];
+  if (strchr(name, '/')) exec_file(report, name, args, environment);
+  const char *path = environment_value(environment, "PATH");
+  if (!path) path = DEFAULT_PATH;
+  char candidate[4096];
+  const char *cursor = path;
+  while (*cursor || cursor == path) {
+    const char *colon = strchr(cursor, ':');
+    size_t length = colon ? (size_t)(colon - cursor) : strlen(cursor);
+    if (length > 0 && length + 1 + strlen(name) < sizeof candidate) {
+      memcpy(candidate, cursor, length);
+      candidate[length] = '/';
+      strcpy(candidate + length + 1, name);
+      struct stat info;
+      if (stat(candidate, &info) == 0 && S_ISREG(info.st_mode) && access(candidate, X_OK) == 0) exec_file(report, candidate, args, environment);
+    }
+    if (!colon) break;
+    cursor = colon + 1;
+  }
+  child_fail(report, 127, name, ": command not found", NULL);
+}
+
+static void make_parents(char *path) {
+  for (char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+    *slash = 0;
+    mkdir(path, 0755);
+    *slash = '/';
+  }
+}
+
+struct child_plan {
+  int stdin_fd;
+  int stdout_fd;
+  int stderr_fd;
+  const char *pty_slave;
+  int report_fd;
+};
+
+static void run_child(const struct request *request, const struct child_plan *plan) {
+  sigset_t none;
+  sigemptyset(&none);
+  for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  setsid();
+  int report = plan->report_fd;
+  if (plan->pty_slave) {
+    int slave = open(plan->pty_slave, O_RDWR);
+    if (slave < 0) child_fail(report, 126, "airlock: cannot open the terminal: ", strerror(errno), NULL);
+    ioctl(slave, TIOCSCTTY, 0);
+    dup2(slave, 0);
+    dup2(slave, 1);
+    dup2(slave, 2);
+    if (slave > 2) close(slave);
+  } else {
+    if (plan->stdin_fd < 0) {
+      /* no /dev/null: an empty pipe reads as end of file just the same */
+      int empty[2];
+      if (pipe(empty) == 0) {
+        close(empty[1]);
+        dup2(empty[0], 0);
+        close(empty[0]);
+      }
+    } else {
+      dup2(plan->stdin_fd, 0);
+    }
+    dup2(plan->stdout_fd, 1);
+    dup2(plan->stderr_fd, 2);
+  }
+  if (report < 0) report = 2;
+  if (!agent.host_mode) {
+    if (request->process_limit > 0) {
+      struct rlimit limit = {(rlim_t)request->process_limit, (rlim_t)request->process_limit};
+      setrlimit(RLIMIT_NPROC, &limit);
+    }
+    capabilities_drop_for_child();
+  }
+  umask(022);
+  const char *cwd = request->cwd ? request->cwd : "/";
+  if (chdir(cwd) != 0) child_fail(report, 126, "airlock: cannot change to directory ", cwd, errno == ENOENT ? ": no such directory" : ": not accessible");
+  if (request->exec_flags & EXEC_DETACH && request->log_path) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", request->log_path);
+    make_parents(path);
+    int log = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
+    if (log < 0) child_fail(report, 125, "airlock: cannot open the log ", request->log_path, NULL);
+    dup2(log, 1);
+    dup2(log, 2);
+    if (log > 2) close(log);
+  }
+  exec_program(report, request->args, merged_environment(request->env));
+}
+
+/* ---- in the agent ---- */
+
+static int open_pty(int *master, char *slave_name, size_t size, int64_t rows, int64_t columns) {
+  *master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (*master < 0) return errno;
+  if (grantpt(*master) != 0 || unlockpt(*master) != 0 || ptsname_r(*master, slave_name, size) != 0) {
+    int error = errno;
+    close(*master);
+    return error;
+  }
+  struct winsize window = {.ws_row = (unsigned short)(rows > 0 && rows < 10000 ? rows : 24), .ws_col = (unsigned short)(columns > 0 && columns < 10000 ? columns : 80)};
+  ioctl(*master, TIOCSWINSZ, &window);
+  fcntl(*master, F_SETFL, O_NONBLOCK);
+  return 0;
+}
+
+static void close_all(int *fds, int count) {
+  for (int i = 0; i < count; i++) {
+    if (fds[i] >= 0) close(fds[i]);
+    fds[i] = -1;
+  }
+}
+
+void exec_start(uint32_t id, struct request *request) {
+  if (request->arg_count == 0) {
+    send_error(id, EINVAL, "exec needs at least one argument", NULL);
+    return;
+  }
+  bool detach = request->exec_flags & EXEC_DETACH;
+  bool pty = !detach && (request->exec_flags & EXEC_PTY);
+  bool with_stdin = !detach && (request->exec_flags & EXEC_STDIN);
+  struct stream *stream = stream_open(id, STREAM_EXEC);
+  if (!stream) {
+    send_error(id, EMFILE, "too many streams are open in the agent", NULL);
+    return;
+  }
+  /* [0] stdin read, [1] stdin write, [2] stdout read, [3] stdout write, [4] stderr read, [5] stderr write, [6] report read, [7] report write */
+  int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  int master = -1;
+  char slave[128] = {0};
+  int error = 0;
+  if (pty) {
+    error = open_pty(&master, slave, sizeof slave, request->rows, request->columns);
+  } else if (detach) {
+    if (pipe2(fds + 6, O_CLOEXEC) != 0) error = errno;
+    if (!error && agent.devnull < 0 && pipe2(fds + 2, O_CLOEXEC | O_NONBLOCK) != 0) error = errno;
+  } else {
+    if (pipe2(fds + 2, O_CLOEXEC) != 0 || pipe2(fds + 4, O_CLOEXEC) != 0) error = errno;
+    if (!error && (with_stdin || agent.devnull < 0) && pipe2(fds, O_CLOEXEC) != 0) error = errno;
+  }
+  if (error) {
+    close_all(fds, 8);
+    stream_close(stream);
+    send_error(id, error, "cannot make the command's pipes or terminal", NULL);
+    return;
+  }
+  struct child_plan plan = {.stdin_fd = agent.devnull, .stdout_fd = agent.devnull, .stderr_fd = agent.devnull, .report_fd = -1};
+  if (pty) plan.pty_slave = slave;
+  if (fds[0] >= 0) plan.stdin_fd = fds[0];
+  if (fds[3] >= 0) plan.stdout_fd = fds[3];
+  if (fds[5] >= 0) plan.stderr_fd = fds[5];
+  if (detach) {
+    plan.report_fd = fds[7];
+    if (agent.devnull < 0) plan.stderr_fd = fds[3];
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    error = errno;
+    close_all(fds, 8);
+    if (master >= 0) close(master);
+    stream_close(stream);
+    send_error(id, error, "cannot fork the command", NULL);
+    return;
+  }
+  if (pid == 0) run_child(request, &plan);
+  /* The parent keeps only its own ends. */
+  int parent_ends[] = {fds[0], fds[3], fds[5], fds[7]};
+  close_all(parent_ends, 4);
+  stream->pid = pid;
+  stream->pty = pty;
+  stream->detach = detach;
+  if (pty) {
+    stream_add_endpoint(stream, master, CHANNEL_OUTPUT, true);
+  } else if (detach) {
+    if (fds[2] >= 0) discard_add(fds[2]);
+    stream->error_pipe = fds[6];
+    fcntl(stream->error_pipe, F_SETFL, O_NONBLOCK);
+    struct epoll_event event = {.events = EPOLLIN, .data.u64 = watch_of(WATCH_ERROR_PIPE, stream_slot(stream), 0)};
+    epoll_ctl(agent.epoll, EPOLL_CTL_ADD, stream->error_pipe, &event);
+    return;
+  } else {
+    fcntl(fds[2], F_SETFL, O_NONBLOCK);
+    fcntl(fds[4], F_SETFL, O_NONBLOCK);
+    stream_add_endpoint(stream, fds[2], CHANNEL_OUTPUT, false);
+    stream_add_endpoint(stream, fds[4], CHANNEL_ERROR, false);
+    if (fds[1] >= 0) {
+      fcntl(fds[1], F_SETFL, O_NONBLOCK);
+      if (with_stdin) stream_add_endpoint(stream, fds[1], -1, true);
+      else close(fds[1]); /* an empty stdin when /dev/null is gone */
+    } else {
+      stream->input_ended = true;
+    }
+  }
+  size_t frame;
+  frame = frame_begin(&agent.outgoing, MSG_STARTED, 0, id);
+  field_int(&agent.outgoing, TAG_PID, pid);
+  frame_finish(&agent.outgoing, frame);
+  stream_refresh(stream);
+}
+
+static void send_exited(struct stream *stream) {
+  int status = stream->wait_status;
+  size_t frame = frame_begin(&agent.outgoing, MSG_EXITED, 0, stream->id);
+  field_int(&agent.outgoing, TAG_EXIT_CODE, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  field_int(&agent.outgoing, TAG_SIGNAL, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  frame_finish(&agent.outgoing, frame);
+}
+
+void exec_try_finish(struct stream *stream) {
+  if (!stream->exited) return;
+  if (stream->detach) {
+    /* A detached command that could not start: its error text and exit status, once both are in. */
+    if (stream->error_pipe >= 0) return;
+    if (buffer_size(&stream->error_text) > 0) send_data(stream->id, CHANNEL_ERROR, stream->error_text.data + stream->error_text.start, buffer_size(&stream->error_text));
+    send_exited(stream);
+    stream_close(stream);
+    return;
+  }
+  for (int e = 0; e < STREAM_ENDPOINTS; e++) {
+    struct endpoint *endpoint = &stream->endpoints[e];
+    if (endpoint->fd < 0 || endpoint->channel < 0) continue;
+    /* held by the window: the rest comes when the host grants more */
+    if (stream_pump_endpoint(stream, endpoint) < 0) {
+      stream_refresh(stream);
+      return;
+    }
+  }
+  send_exited(stream);
+  stream_close(stream);
+}
+
+void exec_reaped(pid_t pid, int status) {
+  for (unsigned i = 0; i < MAX_STREAMS; i++) {
+    struct stream *stream = &agent.streams[i];
+    if (stream->kind != STREAM_EXEC || stream->pid != pid || stream->exited) continue;
+    stream->exited = true;
+    stream->wait_status = status;
+    exec_try_finish(stream);
+    return;
+  }
+  /* Not a command in flight: a detached one, or an orphan that pid 1 inherited. */
+}
+
+void exec_on_error_pipe(unsigned slot) {
+  if (slot >= MAX_STREAMS) return;
+  struct stream *stream = &agent.streams[slot];
+  if (stream->kind != STREAM_EXEC || stream->error_pipe < 0) return;
+  char chunk[1024];
+  for (;;) {
+    ssize_t got = read(stream->error_pipe, chunk, sizeof chunk);
+    if (got > 0) {
+      if (buffer_size(&stream->error_text) + (size_t)got <= ERROR_TEXT_MAX) buffer_append(&stream->error_text, chunk, (size_t)got);
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    break;
+  }
+  /* End of the pipe: the exec succeeded (it closed on exec) or the child reported and exited. */
+  epoll_ctl(agent.epoll, EPOLL_CTL_DEL, stream->error_pipe, NULL);
+  close(stream->error_pipe);
+  stream->error_pipe = -1;
+  if (buffer_size(&stream->error_text) == 0) {
+    size_t frame = frame_begin(&agent.outgoing, MSG_STARTED, 0, stream->id);
+    field_int(&agent.outgoing, TAG_PID, stream->pid);
+    frame_finish(&agent.outgoing, frame);
+    send_ok_begin(stream->id, &frame);
+    field_int(&agent.outgoing, TAG_PID, stream->pid);
+    frame_finish(&agent.outgoing, frame);
+    stream_close(stream);
+    return;
+  }
+  exec_try_finish(stream);
+}
+
+void exec_signal(struct stream *stream, int signal) {
+  if (signal < 0 || signal >= NSIG || stream->exited || stream->pid <= 0) return;
+  /* The command leads its own process group; its children that did not leave it go too. */
+  if (kill(-stream->pid, signal) != 0) kill(stream->pid, signal);
+}
+
+void exec_resize(struct stream *stream, int64_t rows, int64_t columns) {
+  if (!stream->pty || stream->endpoints[0].fd < 0 || rows <= 0 || columns <= 0 || rows > 10000 || columns > 10000) return;
+  struct winsize window = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)columns};
+  ioctl(stream->endpoints[0].fd, TIOCSWINSZ, &window);
+}
+
+void exec_cancel(struct stream *stream) {
+  if (!stream->detach) exec_signal(stream, SIGKILL);
+  stream_close(stream);
+}
+
+size_t exec_children(void) {
+  size_t count = 0;
+  for (unsigned i = 0; i < MAX_STREAMS; i++) count += agent.streams[i].kind == STREAM_EXEC && !agent.streams[i].exited;
+  return count;
+}
