@@ -239,7 +239,7 @@ export interface SandboxDriver {
    * A byte stream to TCP `port` on the sandbox's own loopback (the sandbox
    * has no network of its own). Ending the writable side half-closes the
    * connection; destroying the stream closes it. Fails with PORT_UNREACHABLE
-   * when nothing listens there.
+   * when nothing listens there (at once, or on the stream's first read).
    */
   connect(handle: SandboxHandle, port: number): Promise<Duplex>;
 }

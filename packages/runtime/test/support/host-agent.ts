@@ -35,6 +35,8 @@ export interface HostAgent {
   nextConnection(timeoutMs?: number): Promise<AgentConnection>;
   /** raw sockets the server accepted, for hostile tests that speak bytes themselves */
   rawSockets(): Socket[];
+  /** with `raw`: the first socket, its hello unread */
+  firstSocket: Socket | undefined;
   /** stops the agent and removes everything; checks nothing is left running */
   dispose(): Promise<void>;
 }
@@ -60,18 +62,23 @@ export async function startHostAgent(options: { raw?: boolean } = {}): Promise<H
         resolve(sockets[accepted++] as Socket);
         return;
       }
-      const timer = setTimeout(() => reject(new Error(`the agent did not connect within ${timeoutMs} ms`)), timeoutMs);
-      waiting.push((socket) => {
+      const waiter = (socket: Socket): void => {
         clearTimeout(timer);
         accepted++;
         resolve(socket);
-      });
+      };
+      const timer = setTimeout(() => {
+        waiting.splice(waiting.indexOf(waiter), 1);
+        reject(new Error(`the agent did not connect within ${timeoutMs} ms`));
+      }, timeoutMs);
+      waiting.push(waiter);
     });
   const child = spawn(agentBinary(), ['--connect', socketPath, '--root', root], { stdio: ['ignore', 'inherit', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const nextConnection = async (timeoutMs = 5_000): Promise<AgentConnection> => AgentConnection.open(await nextSocket(timeoutMs), { label: 'host-agent', helloTimeoutMs: timeoutMs });
+  const firstSocket = options.raw ? await nextSocket(5_000) : undefined;
   const connection = options.raw ? (undefined as unknown as AgentConnection) : await nextConnection();
   return {
     root,
@@ -80,6 +87,7 @@ export async function startHostAgent(options: { raw?: boolean } = {}): Promise<H
     connection,
     nextConnection,
     rawSockets: () => sockets,
+    firstSocket,
     async dispose() {
       for (const socket of sockets) socket.destroy();
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

@@ -74,6 +74,8 @@ export class AgentFiles {
       onMessage: (type, entry) => {
         if (type !== MessageType.ENTRY) throw new AgentProtocolError(`message type ${type} in a listing`);
         if (entries.length >= LIST_LIMIT) throw new AgentProtocolError(`a listing of more than ${LIST_LIMIT} entries`);
+        // Checked here, while the frame is handled: a bad entry drops the connection.
+        fileInfo(entry, '/');
         entries.push(entry);
       },
     });

@@ -29,6 +29,8 @@ export interface FakeExecAnswer {
   exitCode?: number;
   stdout?: string;
   stderr?: string;
+  /** the pid a detached command reports */
+  pid?: number;
 }
 
 /** A recording, scriptable driver. */
@@ -44,11 +46,11 @@ export class FakeDriver implements SandboxDriver {
   });
   private readonly roots = new Map<string, string>();
   /** every exec, in order */
-  readonly execs: { sandboxId: string; argv: string[] }[] = [];
+  readonly execs: { sandboxId: string; argv: string[]; detach?: { logPath?: string } }[] = [];
   readonly sandboxes = new Map<string, 'running' | 'paused'>();
   /** identity given to each sandbox by `personalize` */
   readonly identities = new Map<string, { hostname: string; machineId: string }>();
-  /** answers execs; by default: exit 0, stdout = last argv element (what path resolution expects) */
+  /** answers execs; by default: exit 0, stdout = the last argv element */
   handler: (argv: string[]) => FakeExecAnswer = (argv) => ({ stdout: argv.at(-1) ?? '' });
   /** answers `connect`; by default nothing listens anywhere */
   connectHandler: (sandboxId: string, port: number) => Duplex = (sandboxId, port) => {
@@ -138,10 +140,10 @@ export class FakeDriver implements SandboxDriver {
   }
 
   private answer(sandboxId: string, request: ExecRequest): ExecOutcome {
-    this.execs.push({ sandboxId, argv: request.argv });
+    this.execs.push({ sandboxId, argv: request.argv, ...(request.detach ? { detach: request.detach } : {}) });
     const answer = this.handler(request.argv);
     if (answer.stdout) request.onStdout?.(Buffer.from(answer.stdout));
     if (answer.stderr) request.onStderr?.(Buffer.from(answer.stderr));
-    return { exitCode: answer.exitCode ?? 0, timedOut: false, aborted: false, durationMs: 1 };
+    return { exitCode: answer.exitCode ?? 0, timedOut: false, aborted: false, durationMs: 1, ...(request.detach && answer.pid ? { pid: answer.pid } : {}) };
   }
 }

@@ -1,6 +1,6 @@
 import { describe, it, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync, readdirSync, existsSync } from 'node:fs';
+import { mkdirSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { reconcileSessions } from '../../../src/core/session-reconciler.js';
@@ -124,10 +124,15 @@ describe('SessionService', () => {
     });
     // Recovery: the files of the dead machine, each call in a fresh sandbox over its disk (the real read is in the e2e tests).
     const before = fx.driver.execs.length;
+    const filesBefore = fx.driver.files.calls.length;
+    await fx.disks.ensureMounted(session.id).then((dir) => {
+      mkdirSync(join(dir, 'workspace'), { recursive: true });
+      writeFileSync(join(dir, 'workspace', 'work.txt'), 'kept');
+    });
     assert.equal((await fx.pipeline.submit(session.id, 'files.read', { path: '/workspace/work.txt' })).status, 'completed');
     assert.equal((await fx.pipeline.submit(session.id, 'exec', { argv: ['ls', '/workspace'], ephemeral: true })).status, 'completed');
-    const recoveries = fx.driver.execs.slice(before);
-    assert.ok(recoveries.length >= 2 && recoveries.every((call) => call.sandboxId.includes('-run-')), JSON.stringify(recoveries));
+    const recoveries = [...fx.driver.execs.slice(before), ...fx.driver.files.calls.slice(filesBefore)];
+    assert.ok(recoveries.length >= 3 && recoveries.every((call) => call.sandboxId.includes('-run-')), JSON.stringify(recoveries));
     assert.equal((await fx.sessions.terminate(session.id)).state, 'terminated');
   });
 });
