@@ -63,6 +63,8 @@ struct stream {
   bool exited;
   int wait_status;
   bool pty;
+  /* a pty's slave side may deliver the last output a moment after the exit (gVisor): wait until then */
+  int64_t drain_deadline_ms;
   bool detach;
   int error_pipe;
   struct buffer error_text;
@@ -157,6 +159,9 @@ void exec_resize(struct stream *stream, int64_t rows, int64_t columns);
 void exec_try_finish(struct stream *stream);
 void exec_on_error_pipe(unsigned slot);
 void exec_cancel(struct stream *stream);
+/* Milliseconds until the next drain deadline of a pty, or -1 when none. */
+int exec_next_deadline(void);
+void exec_deadlines_due(void);
 size_t exec_children(void);
 
 /* files.c */

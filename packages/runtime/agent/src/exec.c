@@ -33,6 +33,7 @@ extern char **environ;
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define ERROR_TEXT_MAX 4096
+#define PTY_DRAIN_MS 100
 
 /* ---- in the child ---- */
 
@@ -127,7 +128,8 @@ struct child_plan {
   int stdin_fd;
   int stdout_fd;
   int stderr_fd;
-  const char *pty_slave;
+  /* the pty's slave, opened by the agent: a master without an open slave reads EIO at once in gVisor (measured) */
+  int pty_slave;
   int report_fd;
 };
 
@@ -138,14 +140,11 @@ static void run_child(const struct request *request, const struct child_plan *pl
   sigprocmask(SIG_SETMASK, &none, NULL);
   setsid();
   int report = plan->report_fd;
-  if (plan->pty_slave) {
-    int slave = open(plan->pty_slave, O_RDWR);
-    if (slave < 0) child_fail(report, 126, "airlock: cannot open the terminal: ", strerror(errno), NULL);
-    ioctl(slave, TIOCSCTTY, 0);
-    dup2(slave, 0);
-    dup2(slave, 1);
-    dup2(slave, 2);
-    if (slave > 2) close(slave);
+  if (plan->pty_slave >= 0) {
+    ioctl(plan->pty_slave, TIOCSCTTY, 0);
+    dup2(plan->pty_slave, 0);
+    dup2(plan->pty_slave, 1);
+    dup2(plan->pty_slave, 2);
   } else {
     if (plan->stdin_fd < 0) {
       /* no /dev/null: an empty pipe reads as end of file just the same */
@@ -187,10 +186,12 @@ static void run_child(const struct request *request, const struct child_plan *pl
 
 /* ---- in the agent ---- */
 
-static int open_pty(int *master, char *slave_name, size_t size, int64_t rows, int64_t columns) {
+static int open_pty(int *master, int *slave, int64_t rows, int64_t columns) {
+  char slave_name[128];
   *master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (*master < 0) return errno;
-  if (grantpt(*master) != 0 || unlockpt(*master) != 0 || ptsname_r(*master, slave_name, size) != 0) {
+  if (grantpt(*master) != 0 || unlockpt(*master) != 0 || ptsname_r(*master, slave_name, sizeof slave_name) != 0 ||
+      (*slave = open(slave_name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
     int error = errno;
     close(*master);
     return error;
@@ -224,10 +225,10 @@ void exec_start(uint32_t id, struct request *request) {
   /* [0] stdin read, [1] stdin write, [2] stdout read, [3] stdout write, [4] stderr read, [5] stderr write, [6] report read, [7] report write */
   int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
   int master = -1;
-  char slave[128] = {0};
+  int slave = -1;
   int error = 0;
   if (pty) {
-    error = open_pty(&master, slave, sizeof slave, request->rows, request->columns);
+    error = open_pty(&master, &slave, request->rows, request->columns);
   } else if (detach) {
     if (pipe2(fds + 6, O_CLOEXEC) != 0) error = errno;
     if (!error && agent.devnull < 0 && pipe2(fds + 2, O_CLOEXEC | O_NONBLOCK) != 0) error = errno;
@@ -241,8 +242,7 @@ void exec_start(uint32_t id, struct request *request) {
     send_error(id, error, "cannot make the command's pipes or terminal", NULL);
     return;
   }
-  struct child_plan plan = {.stdin_fd = agent.devnull, .stdout_fd = agent.devnull, .stderr_fd = agent.devnull, .report_fd = -1};
-  if (pty) plan.pty_slave = slave;
+  struct child_plan plan = {.stdin_fd = agent.devnull, .stdout_fd = agent.devnull, .stderr_fd = agent.devnull, .pty_slave = slave, .report_fd = -1};
   if (fds[0] >= 0) plan.stdin_fd = fds[0];
   if (fds[3] >= 0) plan.stdout_fd = fds[3];
   if (fds[5] >= 0) plan.stderr_fd = fds[5];
@@ -255,14 +255,15 @@ void exec_start(uint32_t id, struct request *request) {
     error = errno;
     close_all(fds, 8);
     if (master >= 0) close(master);
+    if (slave >= 0) close(slave);
     stream_close(stream);
     send_error(id, error, "cannot fork the command", NULL);
     return;
   }
   if (pid == 0) run_child(request, &plan);
   /* The parent keeps only its own ends. */
-  int parent_ends[] = {fds[0], fds[3], fds[5], fds[7]};
-  close_all(parent_ends, 4);
+  int parent_ends[] = {fds[0], fds[3], fds[5], fds[7], slave};
+  close_all(parent_ends, 5);
   stream->pid = pid;
   stream->pty = pty;
   stream->detach = detach;
@@ -316,14 +317,42 @@ void exec_try_finish(struct stream *stream) {
   for (int e = 0; e < STREAM_ENDPOINTS; e++) {
     struct endpoint *endpoint = &stream->endpoints[e];
     if (endpoint->fd < 0 || endpoint->channel < 0) continue;
+    int pumped = stream_pump_endpoint(stream, endpoint);
     /* held by the window: the rest comes when the host grants more */
-    if (stream_pump_endpoint(stream, endpoint) < 0) {
+    if (pumped < 0) {
       stream_refresh(stream);
       return;
+    }
+    /* A pty's output may still be in transit after the exit; its end (EIO) or a short grace ends it. */
+    if (pumped == 0 && stream->pty) {
+      if (stream->drain_deadline_ms == 0) stream->drain_deadline_ms = now_ms() + PTY_DRAIN_MS;
+      if (now_ms() < stream->drain_deadline_ms) {
+        stream_refresh(stream);
+        return;
+      }
     }
   }
   send_exited(stream);
   stream_close(stream);
+}
+
+int exec_next_deadline(void) {
+  int64_t next = -1;
+  for (unsigned i = 0; i < MAX_STREAMS; i++) {
+    struct stream *stream = &agent.streams[i];
+    if (stream->kind != STREAM_EXEC || stream->drain_deadline_ms == 0) continue;
+    int64_t wait = stream->drain_deadline_ms - now_ms();
+    if (wait < 0) wait = 0;
+    if (next < 0 || wait < next) next = wait;
+  }
+  return (int)next;
+}
+
+void exec_deadlines_due(void) {
+  for (unsigned i = 0; i < MAX_STREAMS; i++) {
+    struct stream *stream = &agent.streams[i];
+    if (stream->kind == STREAM_EXEC && stream->drain_deadline_ms != 0 && now_ms() >= stream->drain_deadline_ms) exec_try_finish(stream);
+  }
 }
 
 void exec_reaped(pid_t pid, int status) {

@@ -450,10 +450,11 @@ int main(int argc, char **argv) {
   struct epoll_event events[64];
   for (;;) {
     flush_outgoing();
-    int timeout = -1;
+    int timeout = exec_next_deadline();
     if (agent.link == LINK_RETRYING) {
       int64_t wait = agent.retry_at_ms - now_ms();
-      timeout = wait < 0 ? 0 : (int)wait;
+      if (wait < 0) wait = 0;
+      if (timeout < 0 || wait < timeout) timeout = (int)wait;
     }
     int count = epoll_wait(agent.epoll, events, 64, timeout);
     bool woken = false;
@@ -481,6 +482,7 @@ int main(int argc, char **argv) {
       }
     }
     if (woken) wake();
+    exec_deadlines_due();
     retry_due();
   }
 }

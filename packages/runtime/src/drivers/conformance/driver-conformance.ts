@@ -10,6 +10,8 @@ import { containmentCases } from './containment-cases.js';
 import { lifecycleCases } from './lifecycle-cases.js';
 import { identityCases } from './identity-cases.js';
 import { portCases } from './port-cases.js';
+import { fileCases } from './file-cases.js';
+import { machineCases } from './machine-cases.js';
 
 /** What a driver's test file provides to the suite. */
 export type { ConformanceContext, SpecOptions } from './conformance-context.js';
@@ -36,5 +38,7 @@ export function runDriverConformance(name: string, makeContext: () => Promise<Co
     identityCases(getContext);
     containmentCases(getContext);
     portCases(getContext);
+    fileCases(getContext);
+    machineCases(getContext);
   });
 }
