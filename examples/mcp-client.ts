@@ -27,7 +27,8 @@ const expect = (condition: boolean, what: string) => {
   console.log(`${condition ? 'ok  ' : 'FAIL'} ${what}`);
   ok &&= condition;
 };
-const text = (result: Awaited<ReturnType<typeof client.callTool>>) => (result.content as { type: string; text?: string }[]).map((part) => part.text ?? '').join('\n');
+// The first text block is for the model; a second one holds the structured result as JSON.
+const text = (result: Awaited<ReturnType<typeof client.callTool>>) => (result.content as { type: string; text?: string }[]).find((part) => part.type === 'text')?.text ?? '';
 
 try {
   await client.connect(transport);

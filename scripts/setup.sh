@@ -29,6 +29,14 @@ if [ "$need_apt" -eq 1 ]; then
 fi
 runsc --version | sed -n 1p >&2
 
+# Chromium: only the web console's browser tests (packages/console/test) and its bench drive it,
+# headless through playwright-core, which never downloads a browser of its own.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "setup: installing chromium (for the console's browser tests)" >&2
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 if [ ! -d node_modules/better-sqlite3/build ] || [ ! -d node_modules/fastify ]; then
   echo "setup: npm install (builds better-sqlite3 from source, ~1-2 min)" >&2
   npm install --no-audit --no-fund --loglevel=error

@@ -19,6 +19,11 @@ async function parseListen(listen: string): Promise<{ host: string; port: number
   return { host: match[1] ?? match[2] ?? '127.0.0.1', port };
 }
 
+/** Commander's accumulator for a repeatable option. */
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
 /** Registers `serve`, `images` and `contract`. */
 export function registerHostCommands(program: Command): void {
   program
@@ -27,15 +32,27 @@ export function registerHostCommands(program: Command): void {
     .option('--data-dir <dir>', 'where Airlock keeps its state', defaultDataDir())
     .option('--listen <host:port>', 'address to listen on', DEFAULT_LISTEN)
     .option('--log', 'log every request')
-    .action(async (options: { dataDir: string; listen: string; log?: boolean }) => {
+    .option('--allowed-origin <url>', 'let web pages of this origin call the server (repeatable; also AIRLOCK_ALLOWED_ORIGINS, comma-separated)', collect, [])
+    .option('--allowed-host <name>', 'accept this name (NAME or NAME:PORT) in the Host header, e.g. behind a reverse proxy (repeatable; also AIRLOCK_ALLOWED_HOSTS)', collect, [])
+    .action(async (options: { dataDir: string; listen: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[] }) => {
       const { host, port } = await parseListen(options.listen);
-      const server = await (await runtime()).startServer({ dataDir: options.dataDir, host, port, logger: Boolean(options.log) });
+      const server = await (await runtime()).startServer({
+        dataDir: options.dataDir,
+        host,
+        port,
+        logger: Boolean(options.log),
+        allowedOrigins: options.allowedOrigin,
+        allowedHosts: options.allowedHost,
+      });
       const r = server.reconciled;
       process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root})\n`);
       if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);
       process.stderr.write(`airlock: export AIRLOCK_URL=${server.url} AIRLOCK_TOKEN=${server.token}\n`);
       if (r.adopted.length + r.rolledBack.length + r.completed.length + r.failed.length + r.orphansRemoved.length > 0) {
         process.stderr.write(`airlock: reconciled after restart: ${r.adopted.length} adopted, ${r.completed.length} completed, ${r.rolledBack.length} rolled back, ${r.failed.length} failed, ${r.orphansRemoved.length} orphans removed\n`);
+      }
+      for (const problem of r.problems) {
+        process.stderr.write(`airlock: could not reconcile ${problem.item} (left as it was; also in the system audit log): ${problem.code}: ${problem.message}\n`);
       }
       const stop = async () => {
         process.stderr.write('airlock: shutting down (sessions keep running and are adopted at the next start)\n');

@@ -1,15 +1,37 @@
 /**
  * The MCP server of one Airlock session, on the official SDK's low-level
- * `Server`: we validate arguments ourselves so that wrong-shaped arguments
- * are a JSON-RPC error (-32602) naming the field, which `McpServer` would
- * fold into a tool result. Everything the tools do goes through the Airlock
- * API; this file never decides anything about policy.
+ * `Server`. Tools and the workspace as resources; everything they do goes
+ * through the Airlock API, and this file never decides anything about policy.
+ *
+ * `tools/call` and the `resources/*` requests that carry params are served
+ * by the fallback handler rather than `setRequestHandler`, because the SDK
+ * checks their params first and answers a mismatch with -32603 and a raw
+ * validator dump; here a malformed request is -32602 naming the field, and
+ * arguments that do not fit a tool are a tool error the model can read.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, EmptyResultSchema, ErrorCode, ListToolsRequestSchema, type CallToolResult, type RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { TOOL_ARGUMENTS, listedTools, type AirlockToolName } from './tool-definitions.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  EmptyResultSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type JSONRPCRequest,
+  type RequestId,
+  type Result,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import { listedTools } from './tool-definitions.js';
 import { handleTool } from './tool-handlers.js';
+import { checkToolCall } from './tool-call-request.js';
 import { confirmationMessage, settleHeldCall, type Confirm, type ConfirmationAnswer } from './approval-flow.js';
+import { OutputProgress } from './output-progress.js';
+import { WorkspaceResources, type ListingLimits, type SettleHeldRead } from './workspace-resources.js';
+import { ResourceSubscriptions } from './resource-subscriptions.js';
+import { protocolError } from './protocol-error.js';
 import type { SessionCalls } from './session-calls.js';
 
 /** Version reported to MCP clients. */
@@ -20,7 +42,13 @@ export interface AirlockMcpServerOptions {
   calls: SessionCalls;
   /** when the client cannot confirm, how long a held call waits for a decision made elsewhere (default 0: return pending at once) */
   approvalWaitMs?: number;
+  /** how often the session is looked at while resources are subscribed (default 2,000 ms) */
+  subscriptionPollMs?: number;
+  /** bounds of one `resources/list` page */
+  listingLimits?: ListingLimits;
 }
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 const CONFIRMATION_SCHEMA = {
   type: 'object' as const,
@@ -36,74 +64,112 @@ export class AirlockMcpServer {
   /** the SDK server to connect to a transport */
   readonly server: Server;
   private readonly inflight = new Map<RequestId, AbortController>();
+  private readonly resources: WorkspaceResources;
+  private readonly subscriptions: ResourceSubscriptions;
   private pinged = false;
 
   constructor(private readonly options: AirlockMcpServerOptions) {
     const sessionId = options.calls.sessionId;
     this.server = new Server(
-      { name: 'airlock', title: 'Airlock', version: AIRLOCK_MCP_VERSION },
       {
-        capabilities: { tools: {} },
+        name: 'airlock',
+        title: 'Airlock',
+        version: AIRLOCK_MCP_VERSION,
+        description: 'Tools and files of one Airlock session: an isolated machine where every call passes the session policy and is audited.',
+      },
+      {
+        capabilities: { tools: {}, resources: { subscribe: true } },
         instructions: [
           `Tools run on Airlock session ${sessionId}: an isolated machine whose files live under /workspace.`,
           'Every call passes the session policy. A denied call returns an error with its code and the policy reason: do not retry it unchanged.',
           'A call held for a human either asks the user to confirm, or returns APPROVAL_PENDING with an approval id: then call await_approval with that id.',
+          'The files under /workspace are also resources (airlock://workspace/{path}); reading them passes the same policy.',
         ].join('\n'),
       },
     );
-    this.server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => ({ tools: listedTools(await options.calls.allowedTools(extra.signal)) }));
-    this.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-      const name = request.params.name;
-      if (!Object.hasOwn(TOOL_ARGUMENTS, name)) {
-        throw protocolError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}; the tools are ${Object.keys(TOOL_ARGUMENTS).join(', ')}`, { field: 'name' });
-      }
-      const tool = name as AirlockToolName;
-      const parsed = TOOL_ARGUMENTS[tool].safeParse(request.params.arguments ?? {});
-      if (!parsed.success) {
-        const errors = parsed.error.issues.map((issue) => ({ field: issue.path.length > 0 ? issue.path.join('.') : '(arguments)', message: issue.message }));
-        throw protocolError(ErrorCode.InvalidParams, `invalid arguments for ${tool}: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`, {
-          tool,
-          field: errors[0]?.field,
-          errors,
-        });
-      }
-      // Our own controller, so that the HTTP endpoint can abort the calls of a request whose connection dropped.
-      const controller = new AbortController();
-      const abort = () => controller.abort();
-      extra.signal.addEventListener('abort', abort, { once: true });
-      if (extra.signal.aborted) controller.abort();
-      this.inflight.set(extra.requestId, controller);
-      const clientName = this.server.getClientVersion()?.name ?? 'client';
-      const confirm = this.canConfirm() ? this.confirmer(extra.requestId) : undefined;
-      try {
-        return await handleTool(tool, parsed.data, {
-          calls: options.calls,
-          signal: controller.signal,
-          settle: (pending, airlockTool, args) =>
-            settleHeldCall(
-              { calls: options.calls, confirm, decidedBy: `mcp:${clientName}`, approvalWaitMs: options.approvalWaitMs ?? 0, signal: controller.signal },
-              pending,
-              confirmationMessage(sessionId, airlockTool, args, pending.decision.reason, pending.approvalId),
-            ),
-        });
-      } catch (error) {
-        return failureResult(error, controller.signal.aborted);
-      } finally {
-        extra.signal.removeEventListener('abort', abort);
-        this.inflight.delete(extra.requestId);
-      }
+    this.resources = new WorkspaceResources(options.calls, options.listingLimits);
+    this.subscriptions = new ResourceSubscriptions({
+      calls: options.calls,
+      notify: (uri) => this.server.sendResourceUpdated({ uri }),
+      ...(options.subscriptionPollMs === undefined ? {} : { intervalMs: options.subscriptionPollMs }),
     });
+    this.server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => ({ tools: listedTools(await options.calls.allowedTools(extra.signal)) }));
+    this.server.setRequestHandler(ListResourcesRequestSchema, async (request, extra) => this.resources.list(request.params?.cursor, extra.signal));
+    this.server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => this.resources.templates());
+    this.server.fallbackRequestHandler = async (request, extra) => this.dispatch(request, extra);
   }
 
-  /** Aborts the tool calls of these JSON-RPC requests (their client went away); their commands are killed. */
-  abortRequests(ids: readonly RequestId[]): void {
-    for (const id of ids) this.inflight.get(id)?.abort();
+  /** True while a tool call runs (an HTTP session with one is not idle, even with no connection open). */
+  get busy(): boolean {
+    return this.inflight.size > 0;
   }
 
-  /** Aborts every call in flight and closes the transport. */
+  /** Aborts every call in flight (their commands are killed), ends subscriptions, and closes the transport. */
   async close(): Promise<void> {
     for (const controller of this.inflight.values()) controller.abort();
+    await this.subscriptions.close();
     await this.server.close();
+  }
+
+  private async dispatch(request: JSONRPCRequest, extra: Extra): Promise<Result> {
+    switch (request.method) {
+      case 'tools/call':
+        return this.callTool(request.params, extra);
+      case 'resources/read':
+        return this.resources.read(uriParam(request.params), extra.signal, this.settler(extra.requestId, extra.signal));
+      case 'resources/subscribe':
+        await this.subscriptions.subscribe(uriParam(request.params), extra.signal);
+        return {};
+      case 'resources/unsubscribe':
+        this.subscriptions.unsubscribe(uriParam(request.params));
+        return {};
+      default:
+        throw protocolError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`, { method: request.method });
+    }
+  }
+
+  private async callTool(params: unknown, extra: Extra): Promise<CallToolResult> {
+    const checked = checkToolCall(params);
+    if (checked.kind === 'invalid-arguments') return checked.result;
+    // Our own controller: aborted by notifications/cancelled (the SDK aborts extra.signal) or by close(); never by a dropped connection.
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    extra.signal.addEventListener('abort', abort, { once: true });
+    if (extra.signal.aborted) controller.abort();
+    this.inflight.set(extra.requestId, controller);
+    const progressToken = extra._meta?.progressToken;
+    const progress =
+      progressToken === undefined || checked.tool !== 'bash'
+        ? undefined
+        : new OutputProgress({ send: (update) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken, ...update } }) });
+    try {
+      return await handleTool(checked.tool, checked.input, {
+        calls: this.options.calls,
+        signal: controller.signal,
+        ...(progress ? { onOutput: (bytes: Uint8Array) => progress.push(bytes) } : {}),
+        settle: this.settler(extra.requestId, controller.signal),
+      });
+    } catch (error) {
+      return failureResult(error, controller.signal.aborted);
+    } finally {
+      // Before the result goes out: no progress may follow it.
+      await progress?.finish();
+      extra.signal.removeEventListener('abort', abort);
+      this.inflight.delete(extra.requestId);
+    }
+  }
+
+  /** How a held call of this request is settled: confirmation in the client, else a bounded wait, else pending. */
+  private settler(requestId: RequestId, signal: AbortSignal): SettleHeldRead {
+    const sessionId = this.options.calls.sessionId;
+    const clientName = this.server.getClientVersion()?.name ?? 'client';
+    const confirm = this.canConfirm() ? this.confirmer(requestId) : undefined;
+    return (pending, airlockTool, args) =>
+      settleHeldCall(
+        { calls: this.options.calls, confirm, decidedBy: `mcp:${clientName}`, approvalWaitMs: this.options.approvalWaitMs ?? 0, signal },
+        pending,
+        confirmationMessage(sessionId, airlockTool, args, pending.decision.reason, pending.approvalId),
+      );
   }
 
   private canConfirm(): boolean {
@@ -131,12 +197,11 @@ export class AirlockMcpServer {
   }
 }
 
-/**
- * A JSON-RPC error for the SDK to send as is. Not `McpError`: its message
- * already carries "MCP error -32602:", which the client adds a second time.
- */
-function protocolError(code: number, message: string, data: Record<string, unknown>): Error {
-  return Object.assign(new Error(message), { code, data });
+/** The `uri` param of a resources request; -32602 when it is missing. */
+function uriParam(params: unknown): string {
+  const uri = (params as { uri?: unknown } | undefined)?.uri;
+  if (typeof uri !== 'string') throw protocolError(ErrorCode.InvalidParams, 'this request needs params.uri, a resource URI such as airlock://workspace/notes.txt', { field: 'uri' });
+  return uri;
 }
 
 function failureResult(error: unknown, aborted: boolean): CallToolResult {

@@ -3,16 +3,27 @@
  * mounts it at /mcp). Each MCP session (the `mcp-session-id` the SDK
  * transport hands out) is bound to one Airlock session, chosen by the caller
  * at initialize or created for it; a created one is terminated when the MCP
- * session ends (DELETE, idle expiry, shutdown). A POST whose connection
- * drops aborts the tool calls it carried, so their commands are killed.
+ * session ends (DELETE, idle expiry, shutdown).
+ *
+ * Streams are resumable: every SSE event has an id, each stream opens with a
+ * priming event carrying `retry`, and the session's events are kept (bounded,
+ * see bounded-event-store.ts) so that a client whose connection dropped
+ * reconnects with `Last-Event-ID` and gets the rest, result included. A
+ * dropped connection is therefore not a cancellation: the call runs on; only
+ * `notifications/cancelled` or the end of the MCP session stops it.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, isJSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { AirlockApiError, type ConnectionOptions } from '@airlock/sdk';
 import { AirlockMcpServer } from './airlock-mcp-server.js';
 import { leaseSession, type SessionLease } from './session-lease.js';
+import { BoundedEventStore, DEFAULT_EVENT_RETENTION, type EventRetention } from './bounded-event-store.js';
+import { parseJsonRpcBody } from './json-rpc-body.js';
+
+/** How long a client waits before it reconnects to a dropped stream (the priming event's `retry`). */
+export const RECONNECT_AFTER_MS = 1000;
 
 /** Options of the HTTP endpoint. */
 export interface McpHttpEndpointOptions {
@@ -20,8 +31,10 @@ export interface McpHttpEndpointOptions {
   connection: () => ConnectionOptions;
   /** when the client cannot confirm, how long a held call waits before returning pending (ms) */
   approvalWaitMs?: number;
-  /** MCP sessions with no request for this long are closed (default 1 h) */
+  /** MCP sessions with no request and no call in flight for this long are closed (default 1 h) */
   idleTimeoutMs?: number;
+  /** how much of each MCP session's stream events is kept for clients that reconnect */
+  eventRetention?: EventRetention;
 }
 
 interface McpSession {
@@ -49,7 +62,13 @@ export class McpHttpEndpoint {
    * session the caller asked for (path, query or header); without it, a new
    * session is created at initialize.
    */
-  async handle(request: IncomingMessage, response: ServerResponse, body: unknown, airlockSessionId: string | undefined): Promise<void> {
+  async handle(request: IncomingMessage, response: ServerResponse, text: string | undefined, airlockSessionId: string | undefined): Promise<void> {
+    let body: unknown;
+    if (request.method === 'POST') {
+      const parsed = parseJsonRpcBody(request.headers['content-type'], text);
+      if (!parsed.ok) return sendJson(response, parsed.error.status, parsed.error.body);
+      body = parsed.messages;
+    }
     const header = request.headers['mcp-session-id'];
     const mcpSessionId = Array.isArray(header) ? header[0] : header;
     let session: McpSession | undefined;
@@ -75,12 +94,10 @@ export class McpHttpEndpoint {
     const current = session;
     current.openRequests += 1;
     current.lastUsed = Date.now();
-    const requestIds = jsonRpcRequestIds(body);
+    // A dropped connection cancels nothing: the calls run on and their events wait in the store.
     response.once('close', () => {
       current.openRequests -= 1;
       current.lastUsed = Date.now();
-      // The client went away before its answers: stop what those requests started.
-      if (!response.writableFinished && requestIds.length > 0) current.mcp.abortRequests(requestIds);
     });
     await current.transport.handleRequest(request, response, body);
     // An initialize the transport refused leaves a session nobody can reach.
@@ -107,6 +124,8 @@ export class McpHttpEndpoint {
       mcp,
       transport: new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
+        eventStore: new BoundedEventStore(this.options.eventRetention ?? DEFAULT_EVENT_RETENTION),
+        retryInterval: RECONNECT_AFTER_MS,
         onsessioninitialized: (id) => {
           this.sessions.set(id, session);
         },
@@ -136,17 +155,16 @@ export class McpHttpEndpoint {
   private closeIdle(idleMs: number): void {
     const now = Date.now();
     for (const session of this.sessions.values()) {
-      if (session.openRequests === 0 && now - session.lastUsed > idleMs) void this.end(session);
+      if (session.openRequests === 0 && !session.mcp.busy && now - session.lastUsed > idleMs) void this.end(session);
     }
   }
 }
 
-function jsonRpcRequestIds(body: unknown): RequestId[] {
-  const messages = Array.isArray(body) ? body : [body];
-  return messages.filter((message) => isJSONRPCRequest(message)).map((message) => message.id);
+function sendError(response: ServerResponse, status: number, code: number, message: string, data?: Record<string, unknown>): void {
+  sendJson(response, status, { jsonrpc: '2.0', id: null, error: { code, message, ...(data ? { data } : {}) } });
 }
 
-function sendError(response: ServerResponse, status: number, code: number, message: string, data?: Record<string, unknown>): void {
+function sendJson(response: ServerResponse, status: number, body: unknown): void {
   response.writeHead(status, { 'content-type': 'application/json' });
-  response.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message, ...(data ? { data } : {}) } }));
+  response.end(JSON.stringify(body));
 }

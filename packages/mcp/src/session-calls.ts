@@ -2,9 +2,8 @@
  * Tool calls on one Airlock session, through the SDK's connection. Every call
  * returns at once with its outcome, including `pending-approval`: the MCP
  * layer decides how to wait (elicitation, or a pending result), and every
- * request carries the caller's abort signal so that a client that goes away
- * takes its command down with it (the server kills a command whose request
- * was aborted).
+ * request carries the call's abort signal, so that a cancelled call takes its
+ * command down with it (the server kills a command whose request was aborted).
  */
 import { AirlockApiError, type ApprovalInfo, type Connection, type SessionInfo, type ToolCallOutcome } from '@airlock/sdk';
 
@@ -27,10 +26,19 @@ export class SessionCalls {
     readonly sessionId: string,
   ) {}
 
-  /** Submits a call without waiting for a human; refusals come back as values, transport failures throw. */
-  async submit(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<CallOutcome> {
+  /**
+   * Submits a call without waiting for a human; refusals come back as values,
+   * transport failures throw. With `onOutput`, an exec streams its output to
+   * it while it runs.
+   */
+  async submit(tool: string, args: Record<string, unknown>, signal?: AbortSignal, onOutput?: (bytes: Uint8Array) => void): Promise<CallOutcome> {
+    const init = signal ? { signal } : {};
     try {
-      const response = await this.connection.send('POST', `/v1/sessions/${encodeURIComponent(this.sessionId)}/tools/${tool}`, args, signal ? { signal } : {});
+      if (tool === 'exec' && onOutput) {
+        const response = await this.connection.send('POST', `/v1/sessions/${encodeURIComponent(this.sessionId)}/exec`, { ...args, stream: true }, init);
+        return fromOutcome(await readExecStream(response, onOutput));
+      }
+      const response = await this.connection.send('POST', `/v1/sessions/${encodeURIComponent(this.sessionId)}/tools/${tool}`, args, init);
       return fromOutcome((await response.json()) as ToolCallOutcome);
     } catch (error) {
       if (error instanceof AirlockApiError && error.status < 500) return refusalOf(error);
@@ -38,10 +46,14 @@ export class SessionCalls {
     }
   }
 
+  /** The session as the API shows it (state, meters); not a tool call, so it neither wakes the machine nor is audited. */
+  async info(signal?: AbortSignal): Promise<SessionInfo> {
+    return (await this.connection.json<SessionInfo>('GET', `/v1/sessions/${encodeURIComponent(this.sessionId)}`, undefined, signal ? { signal } : {})).body;
+  }
+
   /** The Airlock tools the session's contract allows. */
   async allowedTools(signal?: AbortSignal): Promise<ReadonlySet<string>> {
-    const { body } = await this.connection.json<SessionInfo>('GET', `/v1/sessions/${encodeURIComponent(this.sessionId)}`, undefined, signal ? { signal } : {});
-    return new Set(body.tools);
+    return new Set((await this.info(signal)).tools);
   }
 
   /** One approval. */
@@ -88,6 +100,36 @@ export class SessionCalls {
       }
     }
   }
+}
+
+/** Reads the exec route's NDJSON stream (output lines, then the outcome); a held or refused call answers plain JSON. */
+async function readExecStream(response: Response, onOutput: (bytes: Uint8Array) => void): Promise<ToolCallOutcome> {
+  if (!(response.headers.get('content-type') ?? '').includes('ndjson') || !response.body) return (await response.json()) as ToolCallOutcome;
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = '';
+  let outcome: ToolCallOutcome | undefined;
+  const take = (line: string) => {
+    if (!line.trim()) return;
+    const event = JSON.parse(line) as { type: string; data?: string; outcome?: ToolCallOutcome; error?: { code: string; message: string; details?: Record<string, unknown> } };
+    if ((event.type === 'stdout' || event.type === 'stderr') && event.data !== undefined) onOutput(Buffer.from(event.data, 'base64'));
+    else if (event.type === 'outcome') outcome = event.outcome;
+    else if (event.type === 'error' && event.error) throw new AirlockApiError(event.error.code, event.error.message, 500, event.error.details ?? {});
+  };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (value) buffered += decoder.decode(value, { stream: true });
+    let newline = buffered.indexOf('\n');
+    while (newline >= 0) {
+      take(buffered.slice(0, newline));
+      buffered = buffered.slice(newline + 1);
+      newline = buffered.indexOf('\n');
+    }
+    if (done) break;
+  }
+  take(buffered);
+  if (!outcome) throw new AirlockApiError('INTERNAL', 'the output stream ended before the command finished; the server may have restarted', 502);
+  return outcome;
 }
 
 function fromOutcome(outcome: ToolCallOutcome): CallOutcome {

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { outputSchemaOf } from './tool-output-schemas.js';
 
 const path = z.string().min(1, 'path must not be empty').max(4096);
 
@@ -139,16 +140,27 @@ export const AIRLOCK_TOOLS_CALLED: Record<AirlockToolName, readonly string[]> = 
   await_approval: [],
 };
 
+/** A tool as `tools/list` shows it. */
+export interface ListedTool {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: { type: 'object'; [key: string]: unknown };
+  outputSchema: { type: 'object'; [key: string]: unknown };
+  annotations: ToolAnnotations;
+}
+
 /**
  * The tools as `tools/list` shows them (JSON Schema 2020-12 from the zod
- * schemas): those whose Airlock tools the contract allows, so that a model is
- * never offered a tool every call of which would be denied.
+ * schemas, with the schema of their structured content): those whose
+ * Airlock tools the contract allows, so that a model is never offered a tool
+ * every call of which would be denied.
  */
-export function listedTools(allowed: ReadonlySet<string>): { name: string; title: string; description: string; inputSchema: { type: 'object'; [key: string]: unknown }; annotations: ToolAnnotations }[] {
+export function listedTools(allowed: ReadonlySet<string>): ListedTool[] {
   const offered = (Object.keys(TOOL_ARGUMENTS) as AirlockToolName[]).filter((name) => AIRLOCK_TOOLS_CALLED[name].every((tool) => allowed.has(tool)));
   return offered.map((name) => {
     const { title, description, annotations } = TOOL_DESCRIPTIONS[name];
     const inputSchema = z.toJSONSchema(TOOL_ARGUMENTS[name], { io: 'input' }) as { type: 'object'; [key: string]: unknown };
-    return { name, title, description, inputSchema, annotations: { title, ...annotations } };
+    return { name, title, description, inputSchema, outputSchema: outputSchemaOf(name), annotations: { title, ...annotations } };
   });
 }

@@ -16,6 +16,8 @@ import { findPathPattern, globToRegExp } from './glob-pattern.js';
 export interface ToolCallContext {
   calls: SessionCalls;
   signal: AbortSignal;
+  /** when the client asked for progress: the output of a `bash` command while it runs */
+  onOutput?: (bytes: Uint8Array) => void;
   /** settles a call the policy held (confirmation, bounded wait, or pending) */
   settle: (pending: Extract<CallOutcome, { status: 'pending-approval' }>, tool: string, args: Record<string, unknown>) => Promise<HeldCallResult>;
 }
@@ -33,7 +35,7 @@ export async function handleTool(name: AirlockToolName, input: ToolInput<Airlock
     case 'bash': {
       const args = input as ToolInput<'bash'>;
       const call = { command: args.command, timeoutMs: Math.round((args.timeout ?? 120) * 1000), ...(args.cwd ? { cwd: args.cwd } : {}) };
-      return through(context, 'exec', call, (done) => commandResult(done.result));
+      return through(context, 'exec', call, (done) => commandResult(done.result), context.onOutput);
     }
     case 'read': {
       const args = input as ToolInput<'read'>;
@@ -72,8 +74,14 @@ export async function handleTool(name: AirlockToolName, input: ToolInput<Airlock
   }
 }
 
-async function through(context: ToolCallContext, tool: string, args: Record<string, unknown>, onCompleted: (done: Completed) => CallToolResult): Promise<CallToolResult> {
-  let outcome = await context.calls.submit(tool, args, context.signal);
+async function through(
+  context: ToolCallContext,
+  tool: string,
+  args: Record<string, unknown>,
+  onCompleted: (done: Completed) => CallToolResult,
+  onOutput?: (bytes: Uint8Array) => void,
+): Promise<CallToolResult> {
+  let outcome = await context.calls.submit(tool, args, context.signal, onOutput);
   let note: string | undefined;
   if (outcome.status === 'pending-approval') ({ outcome, note } = await context.settle(outcome, tool, args));
   return present(outcome, note, onCompleted);

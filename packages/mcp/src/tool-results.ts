@@ -1,14 +1,19 @@
 /**
  * Turns call outcomes into MCP tool results a model can read: text first,
- * with the stable error code and the policy's reason on refusals, and a
- * small structured copy for clients that use it.
+ * with the stable error code and the policy's reason on refusals, then the
+ * structured copy (`structuredContent`, matching the tool's `outputSchema`),
+ * which is also given as JSON text, as the specification recommends for
+ * clients that do not read structured content.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { CallRefusal } from './session-calls.js';
 
-/** A successful result with text. */
+/** A result with text for the model and, when given, its structured copy (also as JSON text). */
 export function textResult(text: string, structured?: Record<string, unknown>): CallToolResult {
-  return { content: [{ type: 'text', text }], ...(structured ? { structuredContent: structured } : {}) };
+  if (!structured) return { content: [{ type: 'text', text }] };
+  // Through JSON once, so that the structured copy is exactly the JSON text (no undefined fields).
+  const json = JSON.stringify(structured);
+  return { content: [{ type: 'text', text }, { type: 'text', text: json }], structuredContent: JSON.parse(json) as Record<string, unknown> };
 }
 
 /** A tool error (`isError: true`) whose text starts with the code, then the message and the policy's reason. */
@@ -20,9 +25,24 @@ export function refusalResult(refusal: CallRefusal): CallToolResult {
   if (policyIds.length > 0) lines.push(`policies: ${policyIds.join(', ')}`);
   if (refusal.code === 'POLICY_DENIED') lines.push('The session policy refused this call and nothing ran; do not retry it unchanged.');
   if (refusal.code === 'APPROVAL_DENIED') lines.push('A human refused this call and nothing ran.');
+  return { ...textResult(lines.join('\n'), { status: 'refused', code: refusal.code, message: refusal.message, policyIds, ...(reason ? { reason } : {}) }), isError: true };
+}
+
+/** One argument that failed validation: where, and what was expected. */
+export interface ArgumentProblem {
+  field: string;
+  message: string;
+}
+
+/**
+ * Arguments that do not fit the tool's schema, as a tool execution error
+ * (SEP-1303) that the model can read and correct: nothing ran.
+ */
+export function invalidArgumentsResult(tool: string, problems: readonly ArgumentProblem[]): CallToolResult {
+  const message = `invalid arguments for ${tool}: ${problems.map((problem) => `${problem.field}: ${problem.message}`).join('; ')}`;
+  const text = `INVALID_ARGUMENTS: ${message}\nNothing ran. Fix the arguments (see the tool's input schema) and call ${tool} again.`;
   return {
-    content: [{ type: 'text', text: lines.join('\n') }],
-    structuredContent: { status: 'refused', code: refusal.code, message: refusal.message, policyIds, ...(reason ? { reason } : {}) },
+    ...textResult(text, { status: 'refused', code: 'INVALID_ARGUMENTS', message, policyIds: [], tool, field: problems[0]?.field ?? '(arguments)', errors: problems }),
     isError: true,
   };
 }

@@ -26,14 +26,21 @@ import { ContractAuthorizer } from './policy/contract-authorizer.js';
 import { analyzeCommand } from './policy/shell-analysis.js';
 import { parseContract, parseContractText, DEFAULT_CONTRACT } from './policy/session-contract.js';
 import { buildHttpServer } from './api/http-server.js';
+import { listFromEnvironment, normalizeAllowedOrigin, parseAllowedHost } from './api/origin-guard.js';
 import type { AirlockServices } from './api/airlock-services.js';
 import type { SandboxDriver } from './core/sandbox-driver.js';
 import type { SessionDisks } from './core/session-disks.js';
 import type { ImageCatalog } from './images/image-catalog.js';
 import { wireEgress } from './egress/egress-wiring.js';
 import type { EgressConfig } from './egress/egress-config.js';
+import type { ApprovalRecord } from './core/approval.js';
 import { ContractUpdates } from './core/contract-updates.js';
 import { join } from 'node:path';
+import { tapAuditAppends } from './api/audit-tap.js';
+import { ActivityFeed } from './api/activity-feed.js';
+import { Authentication, installationTokens } from './api/authentication.js';
+import { ConsoleLogins } from './api/console-logins.js';
+import { ConsoleAssets, defaultConsoleAssetsDir } from './api/console-assets.js';
 
 /** The version of this Airlock. */
 export const AIRLOCK_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -58,6 +65,14 @@ export interface ServeOptions {
   idleTickMs?: number;
   /** egress gateway settings; default: the file named by $AIRLOCK_EGRESS_CONFIG, if any */
   egress?: EgressConfig;
+  /** the built web console; default: packages/console/dist/web */
+  consoleDir?: string;
+  /** lifetime of a console login; default $AIRLOCK_CONSOLE_LOGIN_SECONDS, else 12 hours */
+  consoleLoginSeconds?: number;
+  /** origins whose web pages may call the server besides its own (`--allowed-origin`); $AIRLOCK_ALLOWED_ORIGINS adds more */
+  allowedOrigins?: readonly string[];
+  /** further names of the server for the Host header (`--allowed-host`); $AIRLOCK_ALLOWED_HOSTS adds more */
+  allowedHosts?: readonly string[];
 }
 
 /** A control plane that is listening. */
@@ -79,11 +94,17 @@ export function openImageCatalog(layout: DataDirLayout): LocalImageCatalog {
 
 /** Wires everything and starts listening. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  // Checked before anything starts: a mistyped origin must not leave a server running that refuses its console.
+  const allowedOrigins = [...(options.allowedOrigins ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_ORIGINS'])].map(normalizeAllowedOrigin);
+  const allowedHosts = [...(options.allowedHosts ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_HOSTS'])];
+  allowedHosts.forEach(parseAllowedHost);
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
-  const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc') });
+  const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes });
   await driver.checkHost();
-  const store = new SqliteStore(layout.database);
+  // Every audit record, once committed, also feeds the console's live event streams.
+  const activity = new ActivityFeed();
+  const store = tapAuditAppends(new SqliteStore(layout.database), (record) => activity.publish({ kind: 'audit', record }));
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
   const images = options.images ?? openImageCatalog(layout);
   const artifacts = new SnapshotDirectory(layout.snapshots);
@@ -100,6 +121,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     networks: egress.networks,
   });
   approvals = new ApprovalService(store);
+  for (const change of ['requested', 'decided', 'settled'] as const) {
+    approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
+  }
   const snapshots = new SnapshotService({ store, driver, disks, artifacts, sessions });
   const forks = new ForkService({
     store, driver, disks, images, artifacts, sessions, snapshots, hooks: sessions.hooks,
@@ -143,7 +167,19 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     contracts: new ContractUpdates({ sessions, parseContract: (input) => parseContract(input), networks: egress.networks }),
     defaultContract: () => DEFAULT_CONTRACT,
   };
-  const http = buildHttpServer(services, { token, version: AIRLOCK_VERSION, logger: options.logger ?? false });
+  const loginSeconds = options.consoleLoginSeconds ?? (Number.parseInt(process.env['AIRLOCK_CONSOLE_LOGIN_SECONDS'] ?? '', 10) || undefined);
+  const authentication = new Authentication(installationTokens(token), new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds }));
+  const http = buildHttpServer(services, {
+    token,
+    version: AIRLOCK_VERSION,
+    logger: options.logger ?? false,
+    authentication,
+    activity,
+    console: ConsoleAssets.load(options.consoleDir ?? defaultConsoleAssetsDir()),
+    listenHost: options.host,
+    allowedOrigins,
+    allowedHosts,
+  });
   await http.listen({ host: options.host, port: options.port });
   const address = http.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;

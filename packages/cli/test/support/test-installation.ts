@@ -99,7 +99,7 @@ export class TestInstallation {
     child.stderr?.on('data', (chunk: Buffer) => (this.log += chunk.toString()));
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`airlock serve exited with ${child.exitCode}:\n${this.log}`);
+      if (hasExited(child)) throw new Error(`airlock serve exited with ${child.exitCode ?? child.signalCode}:\n${this.log}`);
       try {
         const response = await fetch(`${this.url}/healthz`);
         if (response.ok) return;
@@ -119,7 +119,7 @@ export class TestInstallation {
   /** Kills the server with SIGKILL, as a crash would. */
   async crashServer(): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
+    if (!child || hasExited(child)) return;
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGKILL');
     await exited;
@@ -128,7 +128,7 @@ export class TestInstallation {
   /** Stops the server gracefully. */
   async stopServer(): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
+    if (!child || hasExited(child)) return;
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
     await exited;
@@ -160,7 +160,7 @@ export class TestInstallation {
 
   /** Terminates every session, stops the server and removes the data dir. */
   async destroy(): Promise<void> {
-    if (this.child && this.child.exitCode === null) {
+    if (this.child && !hasExited(this.child)) {
       const list = this.cli(['sessions', 'ls', '--json']);
       if (list.code === 0) {
         for (const session of JSON.parse(list.stdout) as { id: string; state: string }[]) {
@@ -171,6 +171,11 @@ export class TestInstallation {
     await this.stopServer();
     if (existsSync(this.dataDir)) rmSync(this.dataDir, { recursive: true, force: true });
   }
+}
+
+/** True once a child ended, by exit or by a signal (a killed child keeps `exitCode` null). */
+function hasExited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
 }
 
 /** Host processes whose command line mentions `needle` (e.g. a sandbox id). */

@@ -1,8 +1,9 @@
 /**
  * `airlock mcp` over stdio with the official MCP client, against a real
  * server and gVisor: tools, files, commands, a denial with its reason, an
- * approval through elicitation, protocol errors for wrong-shaped arguments,
- * and cleanup when the client goes away.
+ * approval through elicitation, tool errors for wrong-shaped arguments,
+ * progress while a command runs, the workspace as resources, and cleanup
+ * when the client goes away.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -106,16 +107,40 @@ describe('airlock mcp over stdio', () => {
     assert.match(textOf(await client.callTool({ name: 'ls', arguments: { path: '/workspace' } })), /^(?![\s\S]*declined-ran)/);
   });
 
-  it('rejects wrong-shaped arguments with a protocol error naming the field', async () => {
-    await assert.rejects(client.callTool({ name: 'read', arguments: { path: 5 } }), (error: unknown) => {
+  it('returns wrong-shaped arguments as a tool error naming the field; an unknown tool is a protocol error', async () => {
+    const wrongType = await client.callTool({ name: 'read', arguments: { path: 5 } });
+    assert.equal(wrongType.isError, true);
+    assert.match(textOf(wrongType), /^INVALID_ARGUMENTS: invalid arguments for read: path: expected a string, got a number/);
+    assert.equal((wrongType.structuredContent as { field?: string }).field, 'path');
+    const misspelt = await client.callTool({ name: 'edit', arguments: { file_path: 'a', old_string: 'x', new_string: 'y' } });
+    assert.equal(misspelt.isError, true);
+    assert.match(textOf(misspelt), /path: required: expected a string; file_path: not an argument of edit \(its arguments are path, old_string, new_string, replace_all\)/);
+    await assert.rejects(client.callTool({ name: 'nope', arguments: {} }), (error: unknown) => {
       assert.ok(error instanceof McpError);
       assert.equal(error.code, -32602);
-      assert.match(error.message, /invalid arguments for read: path: /);
-      assert.equal((error.data as { field?: string }).field, 'path');
+      assert.match(error.message, /unknown tool "nope"/);
       return true;
     });
-    await assert.rejects(client.callTool({ name: 'edit', arguments: { file_path: 'a', old_string: 'x', new_string: 'y' } }), /path: .*expected string[\s\S]*file_path|Unrecognized key[\s\S]*file_path|file_path/);
-    await assert.rejects(client.callTool({ name: 'nope', arguments: {} }), /unknown tool "nope"/);
+  });
+
+  it('streams a command\'s output as progress notifications while it runs', async () => {
+    const updates: { progress: number; message?: string }[] = [];
+    const call = client.callTool({ name: 'bash', arguments: { command: 'for i in 1 2 3; do echo step$i; sleep 1; done' } }, undefined, {
+      onprogress: (update) => updates.push({ progress: update.progress, ...(update.message === undefined ? {} : { message: update.message }) }),
+    });
+    await call;
+    // The first notification holds only the first line: it was sent while the command still ran.
+    assert.equal(updates[0]?.message, 'step1\n');
+    assert.equal(textOf(await call), 'step1\nstep2\nstep3\n[exit code 0]');
+    assert.equal(updates.map((update) => update.message).join(''), 'step1\nstep2\nstep3\n');
+    assert.ok(updates.every((update, index) => index === 0 || update.progress > (updates[index - 1] as { progress: number }).progress), 'progress increases');
+  });
+
+  it('serves the workspace as resources', async () => {
+    const { resources } = await client.listResources();
+    assert.ok(resources.some((resource) => resource.uri === 'airlock://workspace/notes/a.txt' && resource.name === 'notes/a.txt'));
+    const read = await client.readResource({ uri: 'airlock://workspace/notes/a.txt' });
+    assert.deepEqual(read.contents, [{ uri: 'airlock://workspace/notes/a.txt', mimeType: 'text/plain', text: 'one\n2\nthree\n2\n' }]);
   });
 
   it('terminates the session it created when the client disconnects', async () => {
@@ -132,13 +157,15 @@ describe('a stdio client that disconnects mid-command', () => {
     const client = new Client({ name: 'airlock-test', version: '1.0.0' });
     await client.connect(transport);
     const call = client.callTool({ name: 'bash', arguments: { command: 'sleep 8; touch /workspace/late' } }).catch((error: unknown) => error);
-    await new Promise((r) => setTimeout(r, 2000));
+    const running = "grep -l 'workspace/lat[e]' /proc/[0-9]*/cmdline 2>/dev/null | wc -l";
+    await waitFor(async () => ((await sandbox.commands.run(running)).stdout.trim() !== '0' ? true : undefined), 'the command to run');
     await client.close();
     assert.ok((await call) instanceof Error);
     const record = await waitFor(async () => (await sandbox.audit()).find((r) => r.type === 'tool-call.completed' && r.data['aborted'] === true), 'the aborted call in the audit log', 15_000);
     assert.equal(record.data['exitCode'], 137);
-    await new Promise((r) => setTimeout(r, 7000));
-    assert.equal((await sandbox.commands.run('test -e /workspace/late && echo yes || echo no')).stdout, 'no\n');
+    // No process of the command is left to create the file later.
+    assert.equal((await sandbox.commands.run(running)).stdout, '0\n');
+    assert.doesNotMatch((await sandbox.commands.run('ls /workspace')).stdout, /^late$/m);
     assert.equal((await sandbox.getInfo()).state, 'running');
   });
 });

@@ -3,20 +3,27 @@
  * or errors into responses. Nothing here decides anything.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { timingSafeEqual } from 'node:crypto';
 import type { AirlockServices } from './airlock-services.js';
 import { AirlockError } from '../core/errors.js';
 import { errorBody, handleError } from './http-errors.js';
 import { openApiDocument } from './openapi.js';
+import { parseJsonBody } from './json-body.js';
 import { registerSessionRoutes } from './routes/session-routes.js';
 import { registerToolRoutes } from './routes/tool-routes.js';
 import { registerApprovalRoutes } from './routes/approval-routes.js';
 import { registerImageRoutes } from './routes/image-routes.js';
-import { registerMcpRoutes } from './routes/mcp-routes.js';
+import { isMcpUrl, jsonRpcErrorBody, registerMcpRoutes } from './routes/mcp-routes.js';
+import { OriginGuard } from './origin-guard.js';
 import { registerEgressRoutes } from './routes/egress-routes.js';
 import { registerSnapshotRoutes } from './routes/snapshot-routes.js';
 import { registerMachineRoutes } from './routes/machine-routes.js';
 import { registerPortRoutes } from './routes/port-routes.js';
+import { registerLoginRoutes } from './routes/login-routes.js';
+import { registerEventRoutes } from './routes/event-routes.js';
+import { registerTerminalRoutes } from './routes/terminal-routes.js';
+import { attachIdentity, type Authentication } from './authentication.js';
+import type { ActivityFeed } from './activity-feed.js';
+import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
 
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -46,31 +53,72 @@ export interface HttpServerOptions {
   token: string;
   version: string;
   logger?: boolean;
+  /** who is calling: bearer tokens and console logins */
+  authentication: Authentication;
+  /** what happened, for GET /v1/events */
+  activity: ActivityFeed;
+  /** the web console served at / */
+  console: ConsoleAssets;
+  /** the address the server listens on; its names are the ones the Host header may carry (default 127.0.0.1) */
+  listenHost?: string;
+  /** origins whose pages may call the server besides its own (`--allowed-origin`) */
+  allowedOrigins?: readonly string[];
+  /** further names of the server for the Host header (`--allowed-host`) */
+  allowedHosts?: readonly string[];
+}
+
+/** Paths of the API; everything else is the web console, served without authentication. */
+function isApiPath(url: string): boolean {
+  const path = url.split('?')[0] ?? '';
+  return path === '/v1' || path.startsWith('/v1/') || path === '/mcp' || path.startsWith('/mcp/') || path === '/healthz' || path === '/openapi.json';
+}
+
+/** Routes that answer without an identity. */
+function isPublicRoute(method: string, url: string): boolean {
+  const path = url.split('?')[0] ?? '';
+  return path === '/healthz' || path === '/openapi.json' || (method === 'POST' && (path === '/v1/login' || path === '/v1/logout')) || !isApiPath(url);
 }
 
 /** Builds the Fastify app (not yet listening). */
 export function buildHttpServer(services: AirlockServices, options: HttpServerOptions): FastifyInstance {
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
-  const expected = Buffer.from(options.token);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => {
+    // Outside the API, a GET is the web console's (a file, or index.html for a client route).
+    if (!isApiPath(request.url) && (request.method === 'GET' || request.method === 'HEAD') && sendConsoleAsset(options.console, request, reply)) return;
     void reply.status(404).send(errorBody(new AirlockError('NOT_FOUND', `no route ${request.method} ${request.url}; see /openapi.json`)));
   });
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(String(body)));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+  const guard = new OriginGuard({ listenHost: options.listenHost ?? '127.0.0.1', allowedOrigins: options.allowedOrigins ?? [], allowedHosts: options.allowedHosts ?? [] });
+  // First of all hooks, on every route: a request a browser was tricked into sending gets nothing else.
   app.addHook('onRequest', async (request, reply) => {
+    const address = app.server.address();
+    const refusal = guard.check(request.headers, typeof address === 'object' && address ? address.port : 0);
+    if (refusal) return reply.status(refusal.status).send(isMcpUrl(request.url) ? jsonRpcErrorBody(refusal) : errorBody(refusal));
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    // Authentication first: a stranger learns nothing (not even the body limit) and costs no body read.
+    if (!isPublicRoute(request.method, request.url)) {
+      try {
+        attachIdentity(request, options.authentication.identify(request));
+      } catch (error) {
+        const refused = error instanceof AirlockError ? error : new AirlockError('UNAUTHORIZED', 'could not authenticate this request');
+        return reply.status(refused.status).header('connection', 'close').send(errorBody(refused));
+      }
+    }
     const declared = Number(request.headers['content-length'] ?? 0);
     if (declared > BODY_LIMIT_BYTES) {
       // Read and drop the body before answering: a client that writes its whole body
       // before reading (most do) would otherwise see a reset instead of the 413.
       await drain(request.raw, MAX_DRAINED_BYTES);
       return reply.status(413).header('connection', 'close').send(errorBody(new AirlockError('PAYLOAD_TOO_LARGE', `the request body is ${declared} bytes, above the limit of ${BODY_LIMIT_BYTES}; send files of at most 32 MiB per call`)));
-    }
-    if (request.url === '/healthz' || request.url === '/openapi.json') return;
-    const header = request.headers.authorization ?? '';
-    const given = Buffer.from(header.startsWith('Bearer ') ? header.slice(7) : '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      return reply
-        .status(401)
-        .send(errorBody(new AirlockError('UNAUTHORIZED', 'missing or wrong bearer token: set AIRLOCK_TOKEN to the token in the data dir (printed by `airlock serve`)')));
     }
   });
   app.get('/healthz', async () => ({ ok: true, version: options.version }));
@@ -85,5 +133,8 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   registerSnapshotRoutes(app, services);
   registerEgressRoutes(app, services);
   registerMcpRoutes(app, { token: options.token });
+  registerLoginRoutes(app, options.authentication);
+  registerEventRoutes(app, services, options.activity);
+  registerTerminalRoutes(app, services);
   return app;
 }

@@ -75,7 +75,12 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/sessions/{id}/resume': { parameters: [idParam], post: op('restore the machine where it stopped', {}, 'Session') },
       '/v1/sessions/{id}/pause': { parameters: [idParam], post: op('freeze the machine in place', {}, 'Session') },
       '/v1/sessions/{id}/guard/reset': { parameters: [idParam], post: op('reset the runaway breaker', {}, 'Session') },
-      '/v1/sessions/{id}/audit': { parameters: [idParam], get: op('audit records of the session', {}, 'AuditLog') },
+      '/v1/sessions/{id}/audit': {
+        parameters: [idParam],
+        get: op('audit records of the session (afterSeq and limit page through them; tail=N gives the last N)', {
+          parameters: [{ name: 'afterSeq', in: 'query', schema: { type: 'integer' } }, { name: 'limit', in: 'query', schema: { type: 'integer' } }, { name: 'tail', in: 'query', schema: { type: 'integer' } }],
+        }, 'AuditLog'),
+      },
       '/v1/sessions/{id}/audit/verify': { parameters: [idParam], get: op('verify the hash chain', {}, 'AuditVerification') },
       '/v1/sessions/{id}/exec': {
         parameters: [idParam, { name: 'stream', in: 'query', schema: { type: 'boolean' } }],
@@ -132,6 +137,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/sessions/{id}/contract': {
         parameters: [idParam],
+        get: op('the contract the session runs under, with its version', {}, 'SessionContract'),
         patch: op("replace a running session's network lists: a new contract version, audited as contract.updated, applied to the gateway at once", {
           requestBody: json({
             type: 'object',
@@ -140,6 +146,23 @@ export function openApiDocument(version: string): Record<string, unknown> {
             properties: { network: { type: 'object', properties: { allowedDomains: { type: 'array', items: { type: 'string' } }, deniedDomains: { type: 'array', items: { type: 'string' } } } } },
           }),
         }),
+      },
+      '/v1/login': {
+        post: op('console login: exchanges the API token for an HttpOnly, SameSite=Strict login cookie and the CSRF token to send as X-Airlock-CSRF', {
+          security: [],
+          requestBody: json({ type: 'object', required: ['token'], additionalProperties: false, properties: { token: { type: 'string', minLength: 1 } } }),
+        }, 'Login'),
+      },
+      '/v1/logout': { post: op('end the console login of the cookie and clear the cookie', { security: [] }) },
+      '/v1/whoami': { get: op('the identity of the caller (bearer token or console login), with the login\'s CSRF token', {}, 'Login') },
+      '/v1/events': {
+        get: op('server-sent events: session.changed (session view), approval.changed (approval), audit.appended (records, with sessionId only), stream.ready, stream.resync; heartbeat comments every 15 s', {
+          parameters: [{ name: 'sessionId', in: 'query', schema: { type: 'string' } }],
+        }),
+      },
+      '/v1/sessions/{id}/terminal': {
+        parameters: [idParam],
+        get: op('takeover terminal (WebSocket to a PTY in the machine); 501 NOT_AVAILABLE until the driver offers PTYs'),
       },
       '/v1/images': { get: op('list images', {}, 'ImageList') },
       '/v1/images/{name}': { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], get: op('get an image', {}, 'Image') },

@@ -167,4 +167,10 @@ export const RESPONSE_SCHEMAS = {
   ForkResult: z.object({ snapshot, branches: z.array(z.union([session, forkBranchFailure])) }),
   ExposedPort: exposedPort,
   ExposedPortList: z.object({ sessionId: z.string(), ports: z.array(exposedPort) }),
+  SessionContract: z.object({ sessionId: z.string(), version: z.number(), contract: z.record(z.string(), z.unknown()) }),
+  Login: z.object({
+    identity: z.object({ kind: z.enum(['token', 'console']), tokenId: z.string(), tenant: z.string(), role: z.enum(['admin', 'operator', 'approver', 'agent']), name: z.string() }),
+    csrfToken: z.string().nullable(),
+    expiresAt: z.string().nullable(),
+  }),
 } as const;

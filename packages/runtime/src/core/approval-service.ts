@@ -75,6 +75,7 @@ export class ApprovalService {
 
   /** An approval, or APPROVAL_NOT_FOUND. */
   get(id: string): ApprovalView {
+    this.expireDue();
     const approval = this.store.getApproval(id);
     if (!approval) throw new AirlockError('APPROVAL_NOT_FOUND', `approval ${id} does not exist; list them with \`airlock approvals ls\``, { details: { approvalId: id } });
     return approval as ApprovalView;
@@ -145,19 +146,23 @@ export class ApprovalService {
       decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true },
     });
     if (approval.state === 'denied') return refused('APPROVAL_DENIED', `a human denied this call${approval.decisionReason ? `: ${approval.decisionReason}` : ''}`);
-    if (approval.state === 'expired') return refused('APPROVAL_EXPIRED', 'nobody approved this call in time; submit it again');
+    if (approval.state === 'expired') {
+      return refused('APPROVAL_EXPIRED', approval.decisionReason === 'the session was terminated' ? 'the session was terminated before anyone decided; nothing ran' : 'nobody approved this call in time; submit it again');
+    }
     if (approval.state === 'executed') return approval.outcome;
     return undefined;
   }
 
-  /** Expires pending approvals past their deadline. */
+  /** Expires pending approvals past their deadline, and those whose session ended: nothing could run them. */
   expireDue(): void {
     const now = this.clock.now();
     for (const approval of this.store.listApprovals({ states: ['pending'] })) {
-      if (Date.parse(approval.expiresAt) > now.getTime()) continue;
-      const next: ApprovalRecord = { ...approval, state: 'expired', decidedAt: now.toISOString() };
+      const sessionEnded = this.store.getSession(approval.sessionId)?.state === 'terminated';
+      if (!sessionEnded && Date.parse(approval.expiresAt) > now.getTime()) continue;
+      const why = sessionEnded ? 'the session was terminated' : 'nobody decided in time';
+      const next: ApprovalRecord = { ...approval, state: 'expired', decidedAt: now.toISOString(), decisionReason: why };
       if (this.store.transitionApproval(approval.id, 'pending', next)) {
-        this.store.appendAudit({ sessionId: approval.sessionId, type: 'approval.expired', data: { approvalId: approval.id, 'gen_ai.tool.call.id': approval.call.id } });
+        this.store.appendAudit({ sessionId: approval.sessionId, type: 'approval.expired', data: { approvalId: approval.id, 'gen_ai.tool.call.id': approval.call.id, reason: why } });
         this.events.emit('settled', next);
       }
     }

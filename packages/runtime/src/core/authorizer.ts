@@ -23,6 +23,8 @@ export interface AuthorizationContext {
   branches: number;
   /** 'read' or 'write' for file tools: which filesystem list applies */
   access: 'read' | 'write' | 'none';
+  /** environment the call sets for its command (`exec`); empty for other tools */
+  env: Record<string, string>;
 }
 
 /** The outcome of authorization, carried as a value and audited. */

@@ -128,6 +128,8 @@ export interface SandboxUsage {
 export interface SandboxListing {
   sandboxId: string;
   status: 'running' | 'paused' | 'stopped' | 'unknown';
+  /** the session it was made for, when the driver recorded it */
+  sessionId?: string;
 }
 
 /** Result of a checkpoint: where the image is and how big it is. */
@@ -231,9 +233,12 @@ export interface SandboxDriver {
   signal(handle: SandboxHandle, pid: number, signal: string | number): Promise<void>;
   /** Starts a command on a pseudo-terminal (capability `terminal`). */
   openTerminal(handle: SandboxHandle, request: TerminalRequest): Promise<SandboxTerminal>;
-  /** Kills and removes the sandbox and everything the driver made for it (idempotent). */
+  /**
+   * Kills and removes the sandbox and everything the driver made for it (idempotent). Works from
+   * the sandbox id alone (empty driverData): a crash may have left a sandbox whose handle was never stored.
+   */
   destroy(handle: SandboxHandle): Promise<void>;
-  /** Sandboxes of this driver that exist on the host. */
+  /** Sandboxes of this driver that exist on the host, half-made ones (a crash mid-start) included. */
   list(): Promise<SandboxListing[]>;
   /**
    * A byte stream to TCP `port` on the sandbox's own loopback (the sandbox

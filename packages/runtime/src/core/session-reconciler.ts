@@ -12,6 +12,14 @@ import type { SessionRecord } from './session.js';
 import type { SessionService } from './session-service.js';
 import { toAirlockError } from './errors.js';
 
+/** Something reconciliation could not fix: the server starts anyway and reports it. */
+export interface ReconcileProblem {
+  /** what it was about: a session id, `sandbox:<id>`, `disk:<session>`, `snapshot:<id>` */
+  item: string;
+  code: string;
+  message: string;
+}
+
 /** What reconciliation did, for the server's start-up log. */
 export interface ReconcileReport {
   adopted: string[];
@@ -19,9 +27,15 @@ export interface ReconcileReport {
   completed: string[];
   failed: string[];
   orphansRemoved: string[];
+  /** items left as they were because fixing them failed; each is also in the system audit chain */
+  problems: ReconcileProblem[];
 }
 
-/** Brings the store and the host into agreement. */
+/**
+ * Brings the store and the host into agreement. Never throws: each session,
+ * sandbox, disk and snapshot is handled on its own, and what cannot be fixed
+ * is reported (and audited) instead of stopping the server from starting.
+ */
 export async function reconcileSessions(deps: {
   store: Store;
   driver: SandboxDriver;
@@ -30,46 +44,109 @@ export async function reconcileSessions(deps: {
   sessions: SessionService;
 }): Promise<ReconcileReport> {
   const { store, driver, disks, artifacts, sessions } = deps;
-  const report: ReconcileReport = { adopted: [], rolledBack: [], completed: [], failed: [], orphansRemoved: [] };
-  const live = store.listSessions().filter((session) => session.state !== 'terminated' || session.pendingOperation);
+  const report: ReconcileReport = { adopted: [], rolledBack: [], completed: [], failed: [], orphansRemoved: [], problems: [] };
 
-  for (const session of live) {
+  /** Runs one repair; a failure becomes a reported problem instead of an abort. */
+  async function attempt(item: string, repair: () => Promise<void>): Promise<void> {
     try {
-      await reconcileOne(session);
+      await repair();
     } catch (error) {
       const failure = toAirlockError(error);
-      sessions.commit(session, { state: 'failed', pendingOperation: null, failure: { code: failure.code, message: failure.message } }, 'session.reconciled', {
-        outcome: 'failed',
-        code: failure.code,
-        message: failure.message,
-      });
-      report.failed.push(session.id);
+      report.problems.push({ item, code: failure.code, message: failure.message });
+      try {
+        store.appendAudit({ sessionId: '', type: 'reconcile.problem-found', data: { item, code: failure.code, message: failure.message } });
+      } catch {
+        // the report still carries it
+      }
     }
   }
 
-  const owned = new Set(
-    store
-      .listSessions()
-      .map((session) => session.sandbox?.sandboxId)
-      .filter((id): id is string => id !== undefined),
-  );
-  for (const sandbox of await driver.list()) {
+  let live: SessionRecord[] = [];
+  await attempt('sessions', async () => {
+    live = store.listSessions().filter((session) => session.state !== 'terminated' || session.pendingOperation);
+  });
+  for (const session of live) {
+    await attempt(session.id, async () => {
+      try {
+        await reconcileOne(session);
+      } catch (error) {
+        const failure = toAirlockError(error);
+        sessions.commit(session, { state: 'failed', pendingOperation: null, failure: { code: failure.code, message: failure.message } }, 'session.reconciled', {
+          outcome: 'failed',
+          code: failure.code,
+          message: failure.message,
+        });
+        report.failed.push(session.id);
+      }
+    });
+  }
+
+  // Sandboxes: what no session's record holds is an orphan (a crash mid-create, mid-restore, a per-call run).
+  let listings: Awaited<ReturnType<SandboxDriver['list']>> = [];
+  await attempt('sandboxes', async () => {
+    listings = await driver.list();
+  });
+  const owned = new Set<string>();
+  await attempt('sessions', async () => {
+    for (const session of store.listSessions()) if (session.sandbox && session.state !== 'terminated') owned.add(session.sandbox.sandboxId);
+  });
+  for (const sandbox of listings) {
     if (owned.has(sandbox.sandboxId)) continue;
-    await driver.destroy({ sandboxId: sandbox.sandboxId, sessionId: sessionIdOf(sandbox.sandboxId), driverData: {} });
-    report.orphansRemoved.push(sandbox.sandboxId);
+    await attempt(`sandbox:${sandbox.sandboxId}`, async () => {
+      await driver.destroy({ sandboxId: sandbox.sandboxId, sessionId: sandbox.sessionId ?? sessionIdOf(sandbox.sandboxId), driverData: {} });
+      report.orphansRemoved.push(sandbox.sandboxId);
+    });
   }
+
   // Failed sessions keep their disk: it is what a user recovers their work from.
-  const withDisks = new Set(store.listSessions().filter((s) => s.state !== 'terminated').map((s) => s.id));
-  for (const sessionId of await disks.list()) {
+  let disksOnHost: string[] = [];
+  await attempt('disks', async () => {
+    disksOnHost = await disks.list();
+  });
+  const withDisks = new Set<string>();
+  await attempt('sessions', async () => {
+    for (const session of store.listSessions()) if (session.state !== 'terminated') withDisks.add(session.id);
+  });
+  for (const sessionId of disksOnHost) {
     if (withDisks.has(sessionId)) continue;
-    await disks.destroy(sessionId);
-    report.orphansRemoved.push(`disk:${sessionId}`);
+    await attempt(`disk:${sessionId}`, async () => {
+      await disks.destroy(sessionId);
+      report.orphansRemoved.push(`disk:${sessionId}`);
+    });
   }
-  const keptSnapshots = new Set(store.listSnapshots().filter((s) => !s.deletedAt).map((s) => s.id));
-  for (const snapshotId of await artifacts.list()) {
+
+  await attempt('snapshots', async () => {
+    for (const name of await artifacts.sweepIncomplete()) report.orphansRemoved.push(`snapshot:${name}`);
+  });
+  // A crash right after a suspend was recorded leaves the image it superseded: nothing resumes from it.
+  let superseded: string[] = [];
+  await attempt('snapshots', async () => {
+    const current = new Map(store.listSessions().map((session) => [session.id, session.resumeSnapshotId]));
+    superseded = store
+      .listSnapshots()
+      .filter((snapshot) => snapshot.reason === 'suspend' && !snapshot.deletedAt && current.get(snapshot.sessionId) !== snapshot.id)
+      .map((snapshot) => snapshot.id);
+  });
+  for (const snapshotId of superseded) {
+    await attempt(`snapshot:${snapshotId}`, async () => {
+      await sessions.dropSnapshot(snapshotId, 'superseded');
+      report.completed.push(`snapshot:${snapshotId}`);
+    });
+  }
+  let snapshotsOnHost: string[] = [];
+  await attempt('snapshots', async () => {
+    snapshotsOnHost = await artifacts.list();
+  });
+  const keptSnapshots = new Set<string>();
+  await attempt('snapshots', async () => {
+    for (const snapshot of store.listSnapshots()) if (!snapshot.deletedAt) keptSnapshots.add(snapshot.id);
+  });
+  for (const snapshotId of snapshotsOnHost) {
     if (keptSnapshots.has(snapshotId)) continue;
-    await artifacts.remove(snapshotId);
-    report.orphansRemoved.push(`snapshot:${snapshotId}`);
+    await attempt(`snapshot:${snapshotId}`, async () => {
+      await artifacts.remove(snapshotId);
+      report.orphansRemoved.push(`snapshot:${snapshotId}`);
+    });
   }
   return report;
 
@@ -111,7 +188,7 @@ export async function reconcileSessions(deps: {
       }
       case 'resume': {
         // The restore never reported success, so nothing was acknowledged: go back to the snapshot.
-        await driver.destroy({ sandboxId: `airlock-${session.id}-g${session.generation}`, sessionId: session.id, driverData: {} });
+        // The half-restored sandbox has no handle in the record: the orphan sweep below removes it.
         sessions.commit(session, { state: 'suspended', pendingOperation: null, sandbox: null }, 'session.reconciled', { outcome: 'suspended', interrupted: 'resume', action: 'rolled back' });
         report.rolledBack.push(session.id);
         return;

@@ -346,6 +346,10 @@ export class SessionService {
 
   private async sanitize(session: SessionRecord): Promise<void> {
     if (session.sandbox) await this.driver.destroy(session.sandbox);
+    // Sandboxes the record never held (a start that failed half-way, a crash before the handle was stored).
+    for (const leftover of await this.driver.list()) {
+      if (leftover.sessionId === session.id) await this.driver.destroy({ sandboxId: leftover.sandboxId, sessionId: session.id, driverData: {} });
+    }
     await this.disks.destroy(session.id);
     for (const snapshot of this.store.listSnapshots({ sessionId: session.id })) {
       if (!snapshot.deletedAt) await this.dropSnapshot(snapshot.id, 'session-terminated');

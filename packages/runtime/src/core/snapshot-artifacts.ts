@@ -20,4 +20,9 @@ export interface SnapshotArtifacts {
   remove(snapshotId: string): Promise<void>;
   /** Snapshot ids found on the host, for reconciliation. */
   list(): Promise<string[]>;
+  /**
+   * Removes what interrupted writes left (half-written images, seals of missing snapshots); returns
+   * what it removed. Only safe while nothing is being written: the reconciler calls it at start-up.
+   */
+  sweepIncomplete(): Promise<string[]>;
 }

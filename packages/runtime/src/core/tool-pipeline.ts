@@ -173,6 +173,7 @@ export class ToolPipeline {
       identicalFailures: fresh.guard.failures[callKey(tool, args)] ?? 0,
       branches: 0,
       access: 'none',
+      env: {},
     };
     if (tool === 'snapshot') return base;
     if (tool === 'fork') return { ...base, branches: (args as ToolArguments<'fork'>).count };
@@ -187,6 +188,7 @@ export class ToolPipeline {
         analysable: analysis.analysable,
         analysisNotes: analysis.reasons,
         cwd: FileOperations.lexical(exec.cwd),
+        env: exec.env,
       };
     }
     const path = (args as { path: string }).path;

@@ -7,17 +7,60 @@ import { z } from 'zod';
 import { AirlockError } from './errors.js';
 import type { ToolName } from './tool-call.js';
 
-const path = z.string().min(1, 'path must not be empty').max(4096);
+/** Longest path a tool accepts, in bytes (Linux's PATH_MAX less its NUL). */
+export const MAX_PATH_BYTES = 4095;
+/** Longest single path component, in bytes (Linux's NAME_MAX). */
+export const MAX_NAME_BYTES = 255;
+/** Most components a path may have: deep enough for any real tree, shallow enough to resolve in bounded time. */
+export const MAX_PATH_COMPONENTS = 512;
+
+/** Checks the limits every path of a tool call obeys, naming the one exceeded. */
+function checkPathLimits(value: string, context: z.RefinementCtx): void {
+  if (value.includes('\0')) context.addIssue({ code: 'custom', message: 'path must not contain NUL bytes' });
+  if (Buffer.byteLength(value) > MAX_PATH_BYTES) {
+    context.addIssue({ code: 'custom', message: `path is ${Buffer.byteLength(value)} bytes, above the limit of ${MAX_PATH_BYTES}` });
+    return;
+  }
+  const components = value.split('/').filter((part) => part !== '');
+  const tooLong = components.find((part) => Buffer.byteLength(part) > MAX_NAME_BYTES);
+  if (tooLong !== undefined) {
+    context.addIssue({ code: 'custom', message: `path component "${tooLong.slice(0, 32)}…" is ${Buffer.byteLength(tooLong)} bytes, above the limit of ${MAX_NAME_BYTES} for one file name` });
+  }
+  if (components.length > MAX_PATH_COMPONENTS) {
+    context.addIssue({ code: 'custom', message: `path has ${components.length} components, above the limit of ${MAX_PATH_COMPONENTS}` });
+  }
+}
+
+const path = z.string().min(1, 'path must not be empty').superRefine(checkPathLimits);
 const encoding = z.enum(['utf8', 'base64']).default('utf8');
 const MAX_TIMEOUT_MS = 24 * 3600 * 1000;
+
+/**
+ * Longest single argument of a command, in bytes: Linux refuses a longer one with E2BIG
+ * (MAX_ARG_STRLEN, 32 pages), and a shell command is one argument of `sh -c`.
+ */
+export const MAX_ARGUMENT_BYTES = 128 * 1024 - 1;
+/** Most bytes all arguments and environment values of one command may hold together. */
+export const MAX_COMMAND_BYTES = 1024 * 1024;
+
+const argument = z.string().refine((value) => Buffer.byteLength(value) <= MAX_ARGUMENT_BYTES, {
+  message: `one argument may hold at most ${MAX_ARGUMENT_BYTES} bytes (Linux's limit for a single argument); write longer scripts to a file and run the file`,
+});
 
 /** Arguments of `exec`. Exactly one of `command` (a shell string) or `argv`. */
 export const execArguments = z
   .strictObject({
-    command: z.string().min(1).max(256 * 1024).optional(),
-    argv: z.array(z.string().max(256 * 1024)).min(1).max(4096).optional(),
-    cwd: z.string().min(1).max(4096).default('/workspace'),
-    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment names are letters, digits and _'), z.string()).default({}),
+    command: argument.refine((value) => value.length > 0, 'command must not be empty').optional(),
+    argv: z.array(argument).min(1).max(4096).optional(),
+    cwd: z.string().min(1).superRefine(checkPathLimits).default('/workspace'),
+    env: z
+      .record(z.string(), argument)
+      .superRefine((env, context) => {
+        for (const name of Object.keys(env)) {
+          if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) context.addIssue({ code: 'custom', message: `environment names are letters, digits and _ (got ${JSON.stringify(name.slice(0, 64))})`, path: [name] });
+        }
+      })
+      .default({}),
     stdin: z.string().optional(),
     stdinEncoding: encoding,
     timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).default(120_000),
@@ -29,7 +72,18 @@ export const execArguments = z
   .refine((value) => (value.command === undefined) !== (value.argv === undefined), {
     message: 'give exactly one of `command` (a shell string) or `argv` (a list)',
     path: ['command'],
+  })
+  .refine((value) => commandBytes(value) <= MAX_COMMAND_BYTES, {
+    message: `the command's arguments and environment together may hold at most ${MAX_COMMAND_BYTES} bytes; pass data through stdin or a file instead`,
+    path: ['argv'],
   });
+
+/** Bytes the kernel needs for a command's arguments and environment. */
+function commandBytes(value: { command?: string | undefined; argv?: string[] | undefined; env: Record<string, string> }): number {
+  const words = value.command !== undefined ? [value.command] : (value.argv ?? []);
+  const environment = Object.entries(value.env).map(([name, content]) => `${name}=${content}`);
+  return [...words, ...environment].reduce((total, word) => total + Buffer.byteLength(word) + 1, 0);
+}
 
 /** Arguments of `files.read`. */
 export const readArguments = z.strictObject({
@@ -38,13 +92,21 @@ export const readArguments = z.strictObject({
   maxBytes: z.number().int().positive().max(64 * 1024 * 1024).default(10 * 1024 * 1024),
 });
 
+/** Standard or URL-safe base64, padded or not, whitespace allowed between groups. */
+const BASE64 = /^[A-Za-z0-9+/\-_\s]*={0,2}\s*$/;
+
 /** Arguments of `files.write`. */
-export const writeArguments = z.strictObject({
-  path,
-  content: z.string(),
-  encoding,
-  createParents: z.boolean().default(true),
-});
+export const writeArguments = z
+  .strictObject({
+    path,
+    content: z.string(),
+    encoding,
+    createParents: z.boolean().default(true),
+  })
+  .refine((value) => value.encoding !== 'base64' || BASE64.test(value.content), {
+    message: 'content is not valid base64; encode the bytes as base64 or send text with encoding "utf8"',
+    path: ['content'],
+  });
 
 /** Arguments of `files.edit` (exact string replacement). */
 export const editArguments = z.strictObject({

@@ -12,6 +12,8 @@ import { invalidContract } from './contract-issues.js';
 import { isCanonicalPath } from './filesystem-policy.js';
 import {
   ACTION_TYPE,
+  ENVIRONMENT_ID,
+  ENVIRONMENT_TYPE,
   PRINCIPAL_TYPE,
   RESOURCE_TYPE,
   isToolName,
@@ -39,6 +41,8 @@ export interface AuthorizationRequest {
   identicalFailures?: number;
   /** branches a `fork` asks for */
   branches?: number;
+  /** environment an `exec` sets */
+  env?: Readonly<Record<string, string>>;
   /** analysis of the command, when the caller already has it; otherwise computed here */
   analysis?: CommandAnalysis;
 }
@@ -105,7 +109,7 @@ export class CedarPolicySet {
         action: { type: ACTION_TYPE, id: request.tool },
         resource: { type: RESOURCE_TYPE, id: request.sessionId },
         context: { ...context },
-        entities: [],
+        entities: [environmentEntity(request.tool === 'exec' ? (request.env ?? {}) : {})],
         preparsedPolicySetId: this.#setId,
       });
     } catch (error) {
@@ -148,6 +152,7 @@ export class CedarPolicySet {
       host: request.host.toLowerCase(),
       port: request.port,
       branches: 0,
+      env: ENVIRONMENT_REFERENCE,
     };
     let answer: AuthorizationAnswer;
     try {
@@ -157,7 +162,7 @@ export class CedarPolicySet {
         action: { type: ACTION_TYPE, id: 'net.connect' },
         resource: { type: RESOURCE_TYPE, id: request.sessionId },
         context: { ...context },
-        entities: [],
+        entities: [environmentEntity({})],
         preparsedPolicySetId: this.#setId,
       });
     } catch (error) {
@@ -203,6 +208,7 @@ export class CedarPolicySet {
       host: '',
       port: 0,
       branches: request.tool === 'fork' ? long('branches', request.branches) : 0,
+      env: ENVIRONMENT_REFERENCE,
     };
     return { context, notes: analysis.reasons };
   }
@@ -235,6 +241,14 @@ export class CedarPolicySet {
 interface Described {
   context: CedarRequestContext;
   notes: readonly string[];
+}
+
+/** How the context names the request's environment entity. */
+const ENVIRONMENT_REFERENCE = { __entity: { type: ENVIRONMENT_TYPE, id: ENVIRONMENT_ID } };
+
+/** The environment entity of one request: its tags are the variables the call sets. */
+function environmentEntity(env: Readonly<Record<string, string>>): { uid: { type: string; id: string }; attrs: Record<string, never>; parents: never[]; tags: Record<string, string> } {
+  return { uid: { type: ENVIRONMENT_TYPE, id: ENVIRONMENT_ID }, attrs: {}, parents: [], tags: { ...env } };
 }
 
 function failClosed(tool: string, policyIds: string[], errors: string[], enforced: boolean): PolicyDecision {

@@ -14,6 +14,7 @@ import {
 } from '@cedar-policy/cedar-wasm/nodejs';
 import type { ContractIssue } from './contract-issues.js';
 import { CEDAR_SCHEMA } from './policy-vocabulary.js';
+import { policyComplexityProblem } from './policy-complexity.js';
 
 /** Ids given to policies: letters, digits and `_ . : -`. */
 export const POLICY_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
@@ -77,6 +78,22 @@ export function checkPolicySources(sources: readonly PolicySource[], typecheck =
 // Most entries hold one policy: parse it directly, and split only when that fails.
 function splitPolicies(source: PolicySource, issues: ContractIssue[]): { text: string; json: PolicyJson }[] {
   const path = `policies[${source.index}]`;
+  const tooComplex = policyComplexityProblem(source.text);
+  if (tooComplex !== undefined) {
+    issues.push({ path, message: tooComplex });
+    return [];
+  }
+  try {
+    return parseParts(source, path, issues);
+  } catch (error) {
+    // Cedar recursed past the WebAssembly stack anyway: a policy error, never a server fault.
+    if (!(error instanceof RangeError)) throw error;
+    issues.push({ path, message: 'policy is too deeply nested for the Cedar parser; split it into several policies or flatten the condition' });
+    return [];
+  }
+}
+
+function parseParts(source: PolicySource, path: string, issues: ContractIssue[]): { text: string; json: PolicyJson }[] {
   const single = policyToJson(source.text);
   if (single.type === 'success') return [{ text: source.text, json: single.json }];
   const parts = policySetTextToParts(source.text);

@@ -8,6 +8,7 @@ import type { SessionRecord } from '../core/session.js';
 import { isFileTool } from '../core/tool-call.js';
 import { CedarPolicySet } from './cedar-authorizer.js';
 import { FilesystemPolicy } from './filesystem-policy.js';
+import { isCodeChangingEnvironment } from './code-changing-environment.js';
 import { parseContract, type SessionContract } from './session-contract.js';
 
 interface CompiledContract {
@@ -28,6 +29,19 @@ export class ContractAuthorizer implements Authorizer {
     if (!contract.tools.includes(context.tool)) {
       return { decision: 'deny', policyIds: ['contract.tools'], reason: `the tool ${context.tool} is not in this session's contract (tools: ${contract.tools.join(', ')})`, errors: [], enforced };
     }
+    if (context.tool === 'exec') {
+      const refused = Object.keys(context.env).filter((name) => isCodeChangingEnvironment(name) && !contract.exec.allowEnv.includes(name));
+      if (refused.length > 0) {
+        const names = refused.join(', ');
+        return {
+          decision: 'deny',
+          policyIds: ['contract.exec.allowEnv'],
+          reason: `the call sets ${names}, which ${refused.length === 1 ? 'changes' : 'change'} which code the command runs; the contract does not allow ${refused.length === 1 ? 'it' : 'them'} (add ${refused.length === 1 ? 'it' : 'them'} to exec.allowEnv, or leave ${refused.length === 1 ? 'it' : 'them'} out of env)`,
+          errors: [],
+          enforced,
+        };
+      }
+    }
     if (isFileTool(context.tool)) {
       const checked = filesystem.checkTool(context.tool, context.path, { subtree: context.tool === 'files.remove' });
       if (checked.decision === 'deny') {
@@ -40,6 +54,7 @@ export class ContractAuthorizer implements Authorizer {
       ...(context.command !== '' ? { command: context.command } : { argv: context.argv }),
       path: context.path,
       cwd: context.cwd,
+      env: context.env,
       callCount: context.callCount,
       identicalFailures: context.identicalFailures,
       branches: context.branches,

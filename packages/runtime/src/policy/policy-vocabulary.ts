@@ -54,12 +54,23 @@ export interface CedarRequestContext {
   port: number;
   /** branches a `fork` asks for (Long); 0 for other tools */
   branches: number;
+  /**
+   * the environment an `exec` sets, as the `Airlock::Environment` entity whose tags are the names
+   * and values (`context.env.hasTag("PATH")`, `context.env.getTag("PATH")`); no tags for other tools
+   */
+  env: { __entity: { type: string; id: string } };
 }
+
+/** Cedar entity type whose tags carry a call's environment (Cedar records cannot have open keys; tags can). */
+export const ENVIRONMENT_TYPE = 'Airlock::Environment';
+/** The id of the one environment entity each request carries. */
+export const ENVIRONMENT_ID = 'call';
 
 /** The Cedar schema policies are validated against when a contract is parsed. */
 export const CEDAR_SCHEMA = `namespace Airlock {
   entity Agent;
   entity Session;
+  entity Environment tags String;
   type RequestContext = {
     tool: String,
     command: String,
@@ -74,6 +85,7 @@ export const CEDAR_SCHEMA = `namespace Airlock {
     host: String,
     port: Long,
     branches: Long,
+    env: Environment,
   };
   action ${CEDAR_ACTIONS.map((name) => JSON.stringify(name)).join(', ')}
     appliesTo { principal: [Agent], resource: [Session], context: RequestContext };

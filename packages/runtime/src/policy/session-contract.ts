@@ -78,6 +78,15 @@ export interface ContractCredential {
   readonly env?: string;
 }
 
+/** Rules for `exec` beyond Cedar. */
+export interface ContractExec {
+  /**
+   * Environment variables that change which code runs (PATH, BASH_ENV, LD_PRELOAD, ...) that a
+   * call's `env` may still set; any other such variable is refused (see code-changing-environment.ts)
+   */
+  readonly allowEnv: readonly string[];
+}
+
 /** One Cedar policy of a parsed contract, with its final id. */
 export interface ContractPolicy {
   readonly id: string;
@@ -93,6 +102,7 @@ export interface SessionContract {
   readonly identity: ContractIdentity;
   readonly tools: readonly ToolName[];
   readonly filesystem: FilesystemRules;
+  readonly exec: ContractExec;
   readonly resources: ContractResources;
   readonly budgets: ContractBudgets;
   readonly guard: { readonly maxIdenticalFailures: number };
@@ -179,6 +189,15 @@ export const sessionContractSchema = z.strictObject({
       denyRead: prefixes.default([]),
       denyWrite: prefixes.default([]),
       allowWrite: prefixes.optional(),
+    })
+    .prefault({}),
+  exec: z
+    .strictObject({
+      allowEnv: z
+        .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'expected an environment variable name'))
+        .max(256)
+        .transform((list) => [...new Set(list)])
+        .default([]),
     })
     .prefault({}),
   resources: z

@@ -138,10 +138,9 @@ export class LoopDisks implements SessionDisks {
   async list(): Promise<string[]> {
     const entries = await readdir(this.root, { withFileTypes: true }).catch(() => []);
     const ids: string[] = [];
+    // A folder without its image is listed too: a crash between mkdir and mkfs leaves one, and only listing it gets it removed.
     for (const entry of entries) {
-      if (entry.isDirectory() && SESSION_ID.test(entry.name) && (await exists(join(this.root, entry.name, IMAGE)))) {
-        ids.push(entry.name);
-      }
+      if (entry.isDirectory() && SESSION_ID.test(entry.name)) ids.push(entry.name);
     }
     return ids.sort();
   }

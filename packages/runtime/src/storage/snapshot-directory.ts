@@ -82,6 +82,22 @@ export class SnapshotDirectory implements SnapshotArtifacts {
     return entries.filter((entry) => entry.isDirectory() && ID_PATTERN.test(entry.name)).map((entry) => entry.name);
   }
 
+  async sweepIncomplete(): Promise<string[]> {
+    await mkdir(this.root, { recursive: true });
+    const entries = await readdir(this.root);
+    const snapshots = new Set(entries.filter((name) => ID_PATTERN.test(name)));
+    const removed: string[] = [];
+    for (const name of entries) {
+      const sealOf = /^(.+)\.seal\.json$/.exec(name)?.[1];
+      // A checkpoint in progress writes `<id>.partial-<random>` and renames it when complete; seals go through `.tmp`.
+      const incomplete = /\.partial-[0-9a-f]+$/.test(name) || name.endsWith('.tmp') || (sealOf !== undefined && !snapshots.has(sealOf));
+      if (!incomplete) continue;
+      await rm(join(this.root, name), { recursive: true, force: true });
+      removed.push(name);
+    }
+    return removed;
+  }
+
   /** The seal recorded beside a snapshot, if any. */
   async readSeal(snapshotId: string): Promise<{ checksum: string; sizeBytes: number } | undefined> {
     try {

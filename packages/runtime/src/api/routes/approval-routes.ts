@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AirlockServices } from '../airlock-services.js';
 import type { ApprovalRecord } from '../../core/approval.js';
 import { parseBody } from '../parse-body.js';
+import { approverName, identityOf } from '../authentication.js';
 
 const decisionBody = z.strictObject({ reason: z.string().max(4000).optional(), by: z.string().max(200).optional() });
 
@@ -17,6 +18,11 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
     return { approvals };
   });
 
+  // Open streams end before the server closes: otherwise close() waits for them forever.
+  const open = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const stop of open) stop();
+  });
   app.get('/v1/approvals/events', async (request, reply) => {
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
@@ -29,11 +35,15 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
     services.approvals.events.on('requested', onRequested);
     services.approvals.events.on('decided', onDecided);
     const keepAlive = setInterval(() => reply.raw.write(': keep-alive\n\n'), 15_000);
-    request.raw.on('close', () => {
+    const stop = () => {
+      open.delete(stop);
       clearInterval(keepAlive);
       services.approvals.events.off('requested', onRequested);
       services.approvals.events.off('decided', onDecided);
-    });
+      if (!reply.raw.writableEnded) reply.raw.end();
+    };
+    open.add(stop);
+    request.raw.on('close', stop);
   });
 
   app.get<{ Params: { id: string }; Querystring: { waitSeconds?: string } }>('/v1/approvals/:id', async (request) => {
@@ -45,7 +55,8 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
   for (const verdict of ['approve', 'deny'] as const) {
     app.post<{ Params: { id: string } }>(`/v1/approvals/:id/${verdict}`, async (request) => {
       const body = parseBody(decisionBody, request.body ?? {});
-      return services.approvals.decide(request.params.id, verdict, body.by ?? 'api', body.reason ?? null);
+      // The approver is who authenticated; a console login cannot claim to be someone else.
+      return services.approvals.decide(request.params.id, verdict, approverName(identityOf(request), body.by), body.reason ?? null);
     });
   }
 }

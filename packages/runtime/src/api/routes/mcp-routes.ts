@@ -1,19 +1,37 @@
 /**
  * MCP over streamable HTTP on the Airlock server: `/mcp` (the session comes
  * from `?session=ID` or the `X-Airlock-Session` header, else one is created
- * for the MCP session) and `/v1/sessions/:id/mcp`. The bearer token is
- * checked by the server's onRequest hook like any route. The MCP server is a
- * client of this same API over loopback, so its calls take exactly the path
- * of any other client's (policy, approval, audit); the core never sees MCP.
+ * for the MCP session) and `/v1/sessions/:id/mcp`. The bearer token and the
+ * Origin/Host checks are the server's onRequest hooks, like for any route.
+ * The MCP server is a client of this same API over loopback, so its calls
+ * take exactly the path of any other client's (policy, approval, audit); the
+ * core never sees MCP. Bodies reach the MCP endpoint as text, so that bad
+ * JSON is answered in JSON-RPC's shape (-32700), not the API's.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import type { McpHttpEndpoint } from '@airlock/mcp';
+import type { AirlockError } from '../../core/errors.js';
+import { translateError } from '../http-errors.js';
 
 /** Options of the MCP routes. */
 export interface McpRouteOptions {
   /** the API token, which the MCP server presents to this server */
   token: string;
+}
+
+/** True for the URLs of the MCP endpoints, whose errors take JSON-RPC's shape. */
+export function isMcpUrl(url: string): boolean {
+  const path = url.split('?', 1)[0] ?? '';
+  return path === '/mcp' || /^\/v1\/sessions\/[^/]+\/mcp$/.test(path);
+}
+
+/**
+ * An Airlock error as a JSON-RPC error response without an id (what the MCP
+ * transport allows on an HTTP error status), keeping the stable code in `data`.
+ */
+export function jsonRpcErrorBody(error: AirlockError): { jsonrpc: '2.0'; id: null; error: { code: number; message: string; data: Record<string, unknown> } } {
+  return { jsonrpc: '2.0', id: null, error: { code: error.status >= 500 ? -32603 : -32000, message: `${error.code}: ${error.message}`, data: { ...error.details, code: error.code } } };
 }
 
 /** Registers /mcp and /v1/sessions/:id/mcp (GET, POST, DELETE). */
@@ -29,22 +47,31 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRouteOptions
     const mcp = await load();
     // The SDK transport writes the response itself (JSON or an SSE stream).
     reply.hijack();
-    await mcp.handle(request.raw, reply.raw, request.body, sessionId);
+    await mcp.handle(request.raw, reply.raw, typeof request.body === 'string' ? request.body : undefined, sessionId);
   };
 
-  app.route<{ Querystring: { session?: string } }>({
-    method: ['GET', 'POST', 'DELETE'],
-    url: '/mcp',
-    handler: async (request, reply) => {
-      const header = request.headers['x-airlock-session'];
-      const fromHeader = Array.isArray(header) ? header[0] : header;
-      await serve(request, reply, request.query.session || fromHeader || undefined);
-    },
-  });
-  app.route<{ Params: { id: string } }>({
-    method: ['GET', 'POST', 'DELETE'],
-    url: '/v1/sessions/:id/mcp',
-    handler: async (request, reply) => serve(request, reply, request.params.id),
+  void app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+    scope.setErrorHandler((error, request, reply) => {
+      const translated = translateError(error);
+      if (translated.status >= 500) request.log.error({ err: error }, translated.message);
+      void reply.status(translated.status).send(jsonRpcErrorBody(translated));
+    });
+    scope.route<{ Querystring: { session?: string } }>({
+      method: ['GET', 'POST', 'DELETE'],
+      url: '/mcp',
+      handler: async (request, reply) => {
+        const header = request.headers['x-airlock-session'];
+        const fromHeader = Array.isArray(header) ? header[0] : header;
+        await serve(request, reply, request.query.session || fromHeader || undefined);
+      },
+    });
+    scope.route<{ Params: { id: string } }>({
+      method: ['GET', 'POST', 'DELETE'],
+      url: '/v1/sessions/:id/mcp',
+      handler: async (request, reply) => serve(request, reply, request.params.id),
+    });
   });
   // preClose, not onClose: open MCP streams would otherwise keep the server from closing.
   app.addHook('preClose', async () => {

@@ -33,6 +33,11 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(services.sessions.get(request.params.id)));
 
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/contract', async (request) => {
+    const session = services.sessions.get(request.params.id);
+    return { sessionId: session.id, version: session.contractVersion, contract: session.contract };
+  });
+
   app.get<{ Params: { tenant: string } }>('/v1/tenants/:tenant/usage', async (request) => {
     const views = services.sessions.list().filter((session) => session.tenant === request.params.tenant).map((session) => sessionView(session));
     const totals: Record<string, number> = {};
@@ -55,9 +60,11 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     return sessionView(session);
   });
 
-  app.get<{ Params: { id: string }; Querystring: { afterSeq?: string; limit?: string } }>('/v1/sessions/:id/audit', async (request) => {
+  app.get<{ Params: { id: string }; Querystring: { afterSeq?: string; limit?: string; tail?: string } }>('/v1/sessions/:id/audit', async (request) => {
     const session = services.sessions.get(request.params.id);
-    const afterSeq = Number.parseInt(request.query.afterSeq ?? '0', 10) || 0;
+    // tail=N: the last N records (what the console shows beside a held call), without reading the whole chain.
+    const tail = Number.parseInt(request.query.tail ?? '', 10);
+    const afterSeq = tail > 0 ? Math.max(0, services.store.auditHead(session.id).seq - tail) : Number.parseInt(request.query.afterSeq ?? '0', 10) || 0;
     const limit = Math.min(Number.parseInt(request.query.limit ?? '10000', 10) || 10000, 100000);
     return { sessionId: session.id, records: services.store.listAudit(session.id, { afterSeq, limit }) };
   });

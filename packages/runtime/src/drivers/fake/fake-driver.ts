@@ -48,6 +48,8 @@ export class FakeDriver implements SandboxDriver {
   /** every exec, in order */
   readonly execs: { sandboxId: string; argv: string[]; detach?: { logPath?: string } }[] = [];
   readonly sandboxes = new Map<string, 'running' | 'paused'>();
+  /** the session each sandbox was made for */
+  readonly owners = new Map<string, string>();
   /** identity given to each sandbox by `personalize` */
   readonly identities = new Map<string, { hostname: string; machineId: string }>();
   /** answers execs; by default: exit 0, stdout = the last argv element */
@@ -62,6 +64,7 @@ export class FakeDriver implements SandboxDriver {
   async start(spec: SandboxSpec): Promise<SandboxHandle> {
     this.sandboxes.set(spec.sandboxId, 'running');
     this.roots.set(spec.sandboxId, spec.diskDir);
+    this.owners.set(spec.sandboxId, spec.sessionId);
     return { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driverData: {} };
   }
 
@@ -109,6 +112,7 @@ export class FakeDriver implements SandboxDriver {
   async destroy(handle: SandboxHandle): Promise<void> {
     this.sandboxes.delete(handle.sandboxId);
     this.roots.delete(handle.sandboxId);
+    this.owners.delete(handle.sandboxId);
   }
 
   async health(handle: SandboxHandle): Promise<SandboxHealth> {
@@ -136,7 +140,10 @@ export class FakeDriver implements SandboxDriver {
   }
 
   async list(): Promise<SandboxListing[]> {
-    return [...this.sandboxes].map(([sandboxId, status]) => ({ sandboxId, status }));
+    return [...this.sandboxes].map(([sandboxId, status]) => {
+      const sessionId = this.owners.get(sandboxId);
+      return sessionId === undefined ? { sandboxId, status } : { sandboxId, status, sessionId };
+    });
   }
 
   private answer(sandboxId: string, request: ExecRequest): ExecOutcome {

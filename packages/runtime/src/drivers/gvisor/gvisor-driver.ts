@@ -45,6 +45,7 @@ import {
   hostProcessesOf,
   isProcessAlive,
   logTail,
+  orphanedInvocations,
   prepareSandboxFiles,
   removeSandboxFiles,
   sandboxPaths,
@@ -54,6 +55,7 @@ import {
 } from './sandbox-files.js';
 import { AGENT_INIT, markCheckpointImage } from './sandbox-markers.js';
 import { NETSTACK_WRAPPER, SandboxNetworks } from './sandbox-network.js';
+import { SandboxRegistry } from './sandbox-registry.js';
 
 /** Options of the gVisor driver. */
 export interface GvisorDriverOptions {
@@ -65,6 +67,12 @@ export interface GvisorDriverOptions {
   agentHostPath?: string;
   /** runsc platform; default systrap. kvm is refused: it hangs on this host kind. */
   platform?: 'systrap' | 'ptrace';
+  /**
+   * Where the control plane puts sandbox state dirs (`SandboxSpec.stateDir`), when they share one
+   * parent: `list()` then also reports a state dir that no registered sandbox owns (left by a
+   * version without the registry), so reconciliation removes it.
+   */
+  sandboxesDir?: string;
 }
 
 /** Every runsc container id of this driver starts with this, so `list` finds only ours. */
@@ -95,6 +103,8 @@ export class GvisorDriver implements SandboxDriver {
   private readonly platform: 'systrap' | 'ptrace';
   private readonly networks: SandboxNetworks;
   private readonly agents: SandboxAgents;
+  private readonly registry: SandboxRegistry;
+  private readonly sandboxesDir: string | undefined;
 
   constructor(options: GvisorDriverOptions) {
     if ((options.platform as string | undefined) === 'kvm') {
@@ -105,6 +115,8 @@ export class GvisorDriver implements SandboxDriver {
     this.platform = options.platform ?? 'systrap';
     this.runsc = new Runsc({ binary: options.runscPath ?? '/usr/bin/runsc', stateRoot: join(options.stateRoot, 'runsc') });
     this.networks = new SandboxNetworks(options.stateRoot);
+    this.registry = new SandboxRegistry(join(options.stateRoot, 'registry'));
+    this.sandboxesDir = options.sandboxesDir;
     this.agents = new SandboxAgents({
       runsc: this.runsc,
       containerIdOf,
@@ -118,6 +130,15 @@ export class GvisorDriver implements SandboxDriver {
   async checkHost(): Promise<void> {
     await checkGvisorHost(this.runsc, this.agentHostPath);
     await this.ensureRoots();
+    // A crashed control plane leaves its runsc invocations (a checkpoint, a kill) behind: stop them
+    // before anything is reconciled, so none of them changes a sandbox while it is being repaired.
+    for (const pid of await orphanedInvocations(join(this.stateRoot, 'runsc'))) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
     // At start-up nothing is being created: a namespace without its runsc container is a crash leftover.
     for (const sandboxId of await this.networks.list()) {
       if (!(await this.runsc.state(containerIdOf(sandboxId)))) await this.networks.remove(sandboxId);
@@ -282,7 +303,8 @@ export class GvisorDriver implements SandboxDriver {
     // First, and even for a handle without driverData (orphans): the sandbox loses its only link at once.
     await this.networks.remove(handle.sandboxId);
     await this.agents.close(handle.sandboxId);
-    const { stateDir } = handleData(handle);
+    // A handle may come without driverData (a crash before it was stored): the registry knows the files.
+    const files = storedHandleData(handle) ?? (await this.registry.get(handle.sandboxId));
     const containerId = containerIdOf(handle.sandboxId);
     // A one-shot sandbox is usually gone already (`runsc run` deletes it on exit): skip two runsc calls then.
     const state = (await this.hasRunscState(containerId)) ? await this.runsc.state(containerId) : undefined;
@@ -291,7 +313,7 @@ export class GvisorDriver implements SandboxDriver {
       await this.runsc.run(['delete', '-force', containerId], { timeoutMs: 60_000 });
     }
     // Whatever runsc left (it may have been killed itself): processes, state files, cgroups, mounts.
-    const markers = [containerId, join(stateDir, 'bundle')];
+    const markers = files ? [containerId, join(files.stateDir, 'bundle')] : [containerId];
     for (const pid of [...(await hostProcessesOf(markers)), ...(state && state.pid > 0 ? [state.pid] : [])]) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -302,7 +324,9 @@ export class GvisorDriver implements SandboxDriver {
     for (let waited = 0; waited < 100 && (await hostProcessesOf(markers)).length > 0; waited++) await delay(100);
     await this.removeRunscState(containerId);
     await removeCgroups(handle.sandboxId);
-    await removeSandboxFiles(stateDir);
+    if (files) await removeSandboxFiles(files.stateDir);
+    else if (this.sandboxesDir) await removeSandboxFiles(join(this.sandboxesDir, handle.sandboxId));
+    await this.registry.remove(handle.sandboxId);
   }
 
   async connect(handle: SandboxHandle, port: number): Promise<Duplex> {
@@ -311,13 +335,35 @@ export class GvisorDriver implements SandboxDriver {
 
   async list(): Promise<SandboxListing[]> {
     await this.ensureRoots();
-    const listings: SandboxListing[] = [];
+    const listings = new Map<string, SandboxListing>();
     for (const state of await this.runsc.list()) {
       if (!state.id.startsWith(CONTAINER_PREFIX)) continue;
-      const status = liveStatus(state.status, await isProcessAlive(state.pid));
-      listings.push({ sandboxId: state.id.slice(CONTAINER_PREFIX.length), status });
+      const sandboxId = state.id.slice(CONTAINER_PREFIX.length);
+      listings.set(sandboxId, { sandboxId, status: liveStatus(state.status, await isProcessAlive(state.pid)) });
     }
-    return listings;
+    // Begun but never (or no longer) known to runsc: a crash between the first host change and `runsc run`.
+    const leftovers = [...(await this.registry.list()), ...(await this.networks.list()), ...(await this.unregisteredStateDirs())];
+    for (const sandboxId of leftovers) {
+      if (!listings.has(sandboxId)) listings.set(sandboxId, { sandboxId, status: 'stopped' });
+    }
+    for (const listing of listings.values()) {
+      const sessionId = (await this.registry.get(listing.sandboxId))?.sessionId;
+      if (sessionId) listing.sessionId = sessionId;
+    }
+    return [...listings.values()];
+  }
+
+  /** State dirs under `sandboxesDir` that no registry entry accounts for. */
+  private async unregisteredStateDirs(): Promise<string[]> {
+    if (!this.sandboxesDir) return [];
+    const registered = new Set(await this.registry.list());
+    const names = await readdir(this.sandboxesDir).catch(() => [] as string[]);
+    return names.filter((name) => !registered.has(name) && /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name));
+  }
+
+  /** Records the sandbox before any of its host state exists, so a crash leaves it findable. */
+  private async register(spec: SandboxSpec): Promise<void> {
+    await this.registry.register({ sandboxId: spec.sandboxId, sessionId: spec.sessionId, stateDir: spec.stateDir, diskDir: spec.diskDir });
   }
 
   /** Starts a long-lived sandbox, fresh (`run`) or from an image (`restore`). */
@@ -326,10 +372,11 @@ export class GvisorDriver implements SandboxDriver {
     await this.ensureRoots();
     const handle = this.handleOf(spec);
     const containerId = containerIdOf(spec.sandboxId);
-    if (await this.runsc.state(containerId)) {
+    if ((await this.registry.get(spec.sandboxId)) || (await this.runsc.state(containerId))) {
       throw new AirlockError('INVALID_STATE', `sandbox ${spec.sandboxId} already exists; use a new sandboxId for every start or restore`);
     }
     try {
+      await this.register(spec);
       const netnsPath = await this.attachNetwork(spec);
       const paths = await prepareSandboxFiles({
         spec,
@@ -451,10 +498,17 @@ function containerIdOf(sandboxId: string): string {
 }
 
 function handleData(handle: SandboxHandle): GvisorHandleData {
-  const { stateDir, diskDir, processLimit } = handle.driverData;
-  if (typeof stateDir !== 'string' || typeof diskDir !== 'string') {
+  const data = storedHandleData(handle);
+  if (!data) {
     throw new AirlockError('INVALID_ARGUMENTS', `handle of ${handle.sandboxId} was not made by the gvisor driver (driverData lacks stateDir/diskDir)`);
   }
+  return data;
+}
+
+/** The driver data of a handle this driver made, or undefined for a bare id (an orphan found on the host). */
+function storedHandleData(handle: SandboxHandle): GvisorHandleData | undefined {
+  const { stateDir, diskDir, processLimit } = handle.driverData;
+  if (typeof stateDir !== 'string' || typeof diskDir !== 'string') return undefined;
   return { stateDir, diskDir, ...(typeof processLimit === 'number' ? { processLimit } : {}) };
 }
 

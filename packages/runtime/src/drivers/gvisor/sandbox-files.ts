@@ -139,6 +139,26 @@ export async function hostProcessesOf(markers: string[]): Promise<number[]> {
   return pids;
 }
 
+/**
+ * Host pids of runsc command-line invocations (`exec`, `checkpoint`, `run`, ...) on the state root
+ * `runscRoot` whose parent is gone: a control plane that crashed leaves them running, and nobody will
+ * ever read their result. The sandbox and gofer processes (`runsc-sandbox`, `runsc-gofer`) are not
+ * invocations: they are the sandboxes themselves.
+ */
+export async function orphanedInvocations(runscRoot: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const args = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    const program = args[0] ?? '';
+    if (!(program === 'runsc' || program.endsWith('/runsc')) || !args.includes(`--root=${runscRoot}`)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (parent === 1) pids.push(Number(entry));
+  }
+  return pids;
+}
+
 /** Host pids of `runsc exec` processes (commands in flight) into a container. */
 export async function execProcessesOf(containerId: string): Promise<number[]> {
   const pids: number[] = [];

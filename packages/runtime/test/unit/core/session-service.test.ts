@@ -1,6 +1,6 @@
 import { describe, it, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
+import { writeFileSync, readdirSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { reconcileSessions } from '../../../src/core/session-reconciler.js';
@@ -98,6 +98,36 @@ describe('SessionService', () => {
     assert.equal(after.state, 'suspended');
     assert.equal(after.resumeSnapshotId, snapshotId);
     assert.equal((await fx.sessions.resume(session.id)).state, 'running');
+  });
+
+  it('reconciles item by item: a sandbox that cannot be destroyed is reported and audited, and the rest is still repaired', async () => {
+    const kept = await fx.sessions.create({ contract: fx.contract() });
+    const crashedCreate = await fx.sessions.create({ contract: fx.contract() });
+    // A crash mid-create: the record says so and its sandbox exists, but the handle was never stored.
+    fx.store.transaction(() => {
+      const record = fx.sessions.get(crashedCreate.id);
+      record.pendingOperation = 'create';
+      record.sandbox = null;
+      fx.store.updateSession(record);
+    });
+    await fx.driver.start({ sandboxId: 'stuck-sandbox', sessionId: 'ses_gone', rootfsDir: '', diskDir: '', stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
+    const destroy = fx.driver.destroy.bind(fx.driver);
+    fx.driver.destroy = async (handle) => {
+      if (handle.sandboxId === 'stuck-sandbox') throw new AirlockError('DRIVER_FAILED', 'runsc delete timed out');
+      return destroy(handle);
+    };
+    // What an interrupted checkpoint and an interrupted seal leave in the snapshot folder.
+    mkdirSync(join(fx.dir, 'snapshots', 'snap_half0000000000.partial-0a1b2c3d'), { recursive: true });
+    writeFileSync(join(fx.dir, 'snapshots', 'snap_sealonly000000.seal.json'), '{}');
+    const report = await reconcileSessions({ store: fx.store, driver: fx.driver, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
+    assert.deepEqual(report.problems.map((problem) => [problem.item, problem.code]), [['sandbox:stuck-sandbox', 'DRIVER_FAILED']]);
+    assert.deepEqual(report.failed, [crashedCreate.id]);
+    assert.equal(fx.sessions.get(crashedCreate.id).state, 'failed');
+    assert.ok(report.orphansRemoved.includes(crashedCreate.sandbox?.sandboxId ?? ''), 'the sandbox of the interrupted create is removed without its handle');
+    assert.equal(fx.sessions.get(kept.id).state, 'running');
+    assert.deepEqual(readdirSync(join(fx.dir, 'snapshots')), [], 'half-written images and stray seals are swept');
+    const audited = fx.store.listAudit('', { types: ['reconcile.problem-found'] });
+    assert.equal(audited.at(-1)?.data['item'], 'sandbox:stuck-sandbox');
   });
 
   it('reconciles after a crash: a running session whose machine is gone is marked failed, not lost silently', async () => {
