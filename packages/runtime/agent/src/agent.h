@@ -121,8 +121,16 @@ uint64_t watch_of(enum watch_kind kind, unsigned slot, unsigned index);
 int64_t now_ms(void);
 void log_line(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
-/* main.c: sending to the host. */
+/* link.c: sending to the host, and the link's states. */
+#define LINK_RETRY_FIRST_MS 20
 bool link_ready(void);
+void flush_outgoing(void);
+void link_attach(int fd);
+bool link_try_connect(void);
+void link_lost(const char *why);
+void link_park(uint32_t stream);
+void link_wake(void);
+void link_retry_due(void);
 void send_error(uint32_t stream, int error, const char *message, const char *detail);
 void send_ok_begin(uint32_t stream, size_t *frame);
 void send_simple(uint8_t type, uint8_t flags, uint32_t stream);

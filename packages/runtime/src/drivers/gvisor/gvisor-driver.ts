@@ -7,8 +7,7 @@
  * spawns `runsc exec`. See `sandbox-agents.ts` (the connections),
  * `rootfs-view.ts` (why the image is mounted read-only) and `cgroups.ts`.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { AirlockError } from '../../core/errors.js';
@@ -36,10 +35,10 @@ import { openPortStream } from '../agent/agent-port-stream.js';
 import { applyIdentity, listProcesses, signalProcess } from '../agent/agent-system.js';
 import { openTerminal } from '../agent/agent-terminal.js';
 import { defaultAgentBinary } from './agent-binary.js';
-import { readUsage, removeCgroups, wasOomKilled, writeLimits } from './cgroups.js';
+import { readUsage, removeCgroups, writeLimits } from './cgroups.js';
 import { checkGvisorHost } from './host-check.js';
 import { ensureSkeleton } from './rootfs-view.js';
-import { Runsc, runscFailure } from './runsc.js';
+import { liveStatus, Runsc, runscFailure } from './runsc.js';
 import { SandboxAgents } from './sandbox-agents.js';
 import {
   hostProcessesOf,
@@ -49,13 +48,15 @@ import {
   prepareSandboxFiles,
   removeSandboxFiles,
   sandboxPaths,
-  validateEnv,
   validateSpec,
   type SandboxPaths,
 } from './sandbox-files.js';
-import { AGENT_INIT, markCheckpointImage } from './sandbox-markers.js';
+import { requireAgentImage } from './sandbox-markers.js';
 import { NETSTACK_WRAPPER, SandboxNetworks } from './sandbox-network.js';
 import { SandboxRegistry } from './sandbox-registry.js';
+import { CONTAINER_PREFIX, containerIdOf, handleData, storedHandleData, type GvisorHandleData } from './gvisor-handle.js';
+import { checkpointSandbox } from './sandbox-checkpoint.js';
+import { sandboxDeath } from './sandbox-death.js';
 
 /** Options of the gVisor driver. */
 export interface GvisorDriverOptions {
@@ -75,20 +76,10 @@ export interface GvisorDriverOptions {
   sandboxesDir?: string;
 }
 
-/** Every runsc container id of this driver starts with this, so `list` finds only ours. */
-export const CONTAINER_PREFIX = 'airlock-';
 /** Processes the agent may start above the session's RLIMIT_NPROC, so a fork bomb never locks it out. */
 export const NPROC_RESERVE = 64;
 /** How long a fresh sandbox's agent has to say hello. */
 const START_TIMEOUT_MS = 15_000;
-
-/** What the driver stores in `SandboxHandle.driverData`. */
-interface GvisorHandleData {
-  stateDir: string;
-  diskDir: string;
-  /** RLIMIT_NPROC of the sandbox's commands; absent in handles stored by older versions */
-  processLimit?: number;
-}
 
 /** The SandboxDriver over gVisor's runsc. */
 export class GvisorDriver implements SandboxDriver {
@@ -181,71 +172,29 @@ export class GvisorDriver implements SandboxDriver {
     }
   }
 
-  /**
-   * Parks the agent (it closes its host socket: a connected one makes runsc's
-   * checkpoint panic), then checkpoints with the sandbox paused and left
-   * running, and destroys it only once the image is complete under its final
-   * name. A plain `checkpoint` kills the sandbox first and keeps "running" in
-   * `state` for a moment (pitfall 4), so a failure (ENOSPC, a runsc error)
-   * would lose the session. After a checkpoint that leaves the sandbox
-   * running, or one that failed, the agent is woken to reconnect.
-   */
+  /** See sandbox-checkpoint.ts: the agent parks, then runsc checkpoints a paused sandbox left running. */
   async checkpoint(handle: SandboxHandle, imageDir: string, options: { leaveRunning: boolean }): Promise<CheckpointResult> {
-    const started = performance.now();
-    const containerId = containerIdOf(handle.sandboxId);
-    const status = await this.status(handle);
-    if (status !== 'running' && status !== 'paused') throw await this.diedWithLog(handle, status);
-    if (await exists(imageDir)) throw new AirlockError('INVALID_STATE', `checkpoint image ${imageDir} already exists; choose a new directory`);
-    const wasPaused = status === 'paused';
-    // A paused agent cannot park: thaw it for that moment.
-    if (wasPaused) await this.runsc.check(['resume', containerId], `resuming ${handle.sandboxId} to park its agent`);
-    try {
-      await this.agents.park(handle);
-    } catch (error) {
-      if (wasPaused) await this.runsc.run(['pause', containerId]).catch(() => undefined);
-      throw error;
-    }
-    const partial = `${imageDir}.partial-${randomBytes(4).toString('hex')}`;
-    try {
-      await mkdir(partial, { recursive: true });
-      await this.runsc.check(['pause', containerId], `pausing ${handle.sandboxId} for a checkpoint`);
-      const result = await this.runsc.run(['checkpoint', `--image-path=${partial}`, '--compression=none', '--leave-running', containerId], { timeoutMs: 600_000 });
-      if (result.code !== 0) {
-        const error = runscFailure(`checkpoint of ${handle.sandboxId} failed; the sandbox is still running`, result);
-        if (!(await isProcessAlive((await this.runsc.state(containerId))?.pid ?? 0))) throw await this.diedWithLog(handle, 'stopped');
-        throw error;
-      }
-      await markCheckpointImage(handleData(handle).stateDir, partial);
-      await rename(partial, imageDir);
-    } catch (error) {
-      await rm(partial, { recursive: true, force: true });
-      await this.runsc.run(['resume', containerId]).catch(() => undefined);
-      await this.agents.unpark(handle).catch(() => undefined);
-      if (wasPaused) await this.runsc.run(['pause', containerId]).catch(() => undefined);
-      throw error;
-    }
-    if (options.leaveRunning) {
-      await this.runsc.check(['resume', containerId], `resuming ${handle.sandboxId} after its checkpoint`);
-      await this.agents.unpark(handle);
-      if (wasPaused) await this.runsc.check(['pause', containerId], `pausing ${handle.sandboxId} again after its checkpoint`);
-    } else {
-      await this.destroy(handle);
-    }
-    return { imageDir, bytes: await diskUsage(imageDir), durationMs: Math.round(performance.now() - started) };
+    return checkpointSandbox(
+      {
+        runsc: this.runsc,
+        agents: this.agents,
+        status: (target) => this.status(target),
+        died: (target, status) => this.diedWithLog(target, status),
+        destroy: (target) => this.destroy(target),
+        stateDirOf: (target) => handleData(target).stateDir,
+      },
+      handle,
+      containerIdOf(handle.sandboxId),
+      imageDir,
+      options,
+    );
   }
 
   async restore(spec: SandboxSpec, imageDir: string): Promise<SandboxHandle> {
     if (!(await exists(join(imageDir, 'checkpoint.img')))) {
       throw new AirlockError('SNAPSHOT_NOT_FOUND', `no checkpoint image in ${imageDir}; take one with checkpoint() first`);
     }
-    if (!(await AGENT_INIT.isIn(imageDir))) {
-      throw new AirlockError(
-        'SNAPSHOT_INCOMPATIBLE',
-        `the memory image ${imageDir} was taken by an older Airlock whose machines had no agent, and this version cannot restore it; ` +
-          'start a new session (or fork a snapshot taken by this version); the session\'s disk is kept, so its files stay reachable through `files` and `exec --ephemeral`',
-        { details: { imageDir } },
-      );
-    }
+    await requireAgentImage(imageDir);
     return this.launch(spec, imageDir);
   }
 
@@ -307,7 +256,7 @@ export class GvisorDriver implements SandboxDriver {
     const files = storedHandleData(handle) ?? (await this.registry.get(handle.sandboxId));
     const containerId = containerIdOf(handle.sandboxId);
     // A one-shot sandbox is usually gone already (`runsc run` deletes it on exit): skip two runsc calls then.
-    const state = (await this.hasRunscState(containerId)) ? await this.runsc.state(containerId) : undefined;
+    const state = (await this.runsc.hasState(containerId)) ? await this.runsc.state(containerId) : undefined;
     if (state) {
       // delete -force kills the sandbox (paused or not) and removes runsc's state and cgroup.
       await this.runsc.run(['delete', '-force', containerId], { timeoutMs: 60_000 });
@@ -322,7 +271,7 @@ export class GvisorDriver implements SandboxDriver {
       }
     }
     for (let waited = 0; waited < 100 && (await hostProcessesOf(markers)).length > 0; waited++) await delay(100);
-    await this.removeRunscState(containerId);
+    await this.runsc.removeLeftState(containerId);
     await removeCgroups(handle.sandboxId);
     if (files) await removeSandboxFiles(files.stateDir);
     else if (this.sandboxesDir) await removeSandboxFiles(join(this.sandboxesDir, handle.sandboxId));
@@ -449,38 +398,9 @@ export class GvisorDriver implements SandboxDriver {
     if (status !== 'running' && status !== 'paused') throw await this.diedWithLog(handle, status);
   }
 
-  private died(handle: SandboxHandle, status: string, panic = '', oomKilled?: boolean): AirlockError {
-    const cause =
-      oomKilled === true ? 'it ran out of memory and the kernel killed it'
-      : oomKilled === false ? 'its init process ended, e.g. a command killed pid 1'
-      : 'it ran out of memory, or its init process ended';
-    const remedy = oomKilled === false ? '' : ', with more memory (resources.memoryMb) if it ran out';
-    return new AirlockError(
-      'SANDBOX_DIED',
-      `sandbox ${handle.sandboxId} is ${status === 'missing' ? 'gone' : 'dead'}: ${cause}; its processes and memory are lost, ` +
-        `its disk is kept until the session is terminated. Fork a snapshot taken earlier to go on${remedy}`,
-      { details: { sandboxId: handle.sandboxId, sessionId: handle.sessionId, status, ...(oomKilled === undefined ? {} : { oomKilled }), ...(panic ? { panic } : {}) } },
-    );
-  }
-
   private async diedWithLog(handle: SandboxHandle, status: string): Promise<AirlockError> {
     const { stateDir, diskDir } = handleData(handle);
-    const panic = await logTail(sandboxPaths(stateDir, diskDir).panicLogPath);
-    return this.died(handle, status, panic, await wasOomKilled(handle.sandboxId));
-  }
-
-  /** Whether runsc keeps any state of the container (its files exist from create to delete). */
-  private async hasRunscState(containerId: string): Promise<boolean> {
-    const names = await readdir(join(this.stateRoot, 'runsc')).catch(() => [] as string[]);
-    return names.some((name) => name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`);
-  }
-
-  /** Removes runsc's files of a container that `delete` could not remove (runsc killed mid-way). */
-  private async removeRunscState(containerId: string): Promise<void> {
-    const root = join(this.stateRoot, 'runsc');
-    for (const name of await readdir(root).catch(() => [] as string[])) {
-      if (name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`) await rm(join(root, name), { force: true, recursive: true });
-    }
+    return sandboxDeath(handle, status, sandboxPaths(stateDir, diskDir).panicLogPath);
   }
 
   private skeletonDir(): string {
@@ -491,43 +411,6 @@ export class GvisorDriver implements SandboxDriver {
     await mkdir(join(this.stateRoot, 'runsc'), { recursive: true, mode: 0o700 });
     await ensureSkeleton(this.skeletonDir());
   }
-}
-
-function containerIdOf(sandboxId: string): string {
-  return `${CONTAINER_PREFIX}${sandboxId}`;
-}
-
-function handleData(handle: SandboxHandle): GvisorHandleData {
-  const data = storedHandleData(handle);
-  if (!data) {
-    throw new AirlockError('INVALID_ARGUMENTS', `handle of ${handle.sandboxId} was not made by the gvisor driver (driverData lacks stateDir/diskDir)`);
-  }
-  return data;
-}
-
-/** The driver data of a handle this driver made, or undefined for a bare id (an orphan found on the host). */
-function storedHandleData(handle: SandboxHandle): GvisorHandleData | undefined {
-  const { stateDir, diskDir, processLimit } = handle.driverData;
-  if (typeof stateDir !== 'string' || typeof diskDir !== 'string') return undefined;
-  return { stateDir, diskDir, ...(typeof processLimit === 'number' ? { processLimit } : {}) };
-}
-
-/** runsc's `state` keeps saying "running" after the sandbox process died; trust the process. */
-function liveStatus(runscStatus: string, processAlive: boolean): SandboxListing['status'] {
-  if (runscStatus === 'running' || runscStatus === 'paused') return processAlive ? runscStatus : 'stopped';
-  if (runscStatus === 'stopped') return 'stopped';
-  return 'unknown';
-}
-
-/** Bytes the image takes on disk (like `du`). */
-async function diskUsage(dir: string): Promise<number> {
-  let total = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) total += await diskUsage(path);
-    else total += (await stat(path)).blocks * 512;
-  }
-  return total;
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -4,8 +4,10 @@
  * namespace of ids and never collide with other runsc users (pitfall 4).
  */
 import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
-import { open, readFile } from 'node:fs/promises';
+import { open, readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
+import type { SandboxListing } from '../../core/sandbox-driver.js';
 
 /** What a finished runsc command printed. */
 export interface RunscResult {
@@ -132,6 +134,19 @@ export class Runsc {
     return Array.isArray(parsed) ? parsed.map(parseState) : [];
   }
 
+  /** Whether runsc keeps any state of the container (its files exist from create to delete). */
+  async hasState(containerId: string): Promise<boolean> {
+    const names = await readdir(this.options.stateRoot).catch(() => [] as string[]);
+    return names.some((name) => name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`);
+  }
+
+  /** Removes runsc's files of a container that `delete` could not remove (runsc killed mid-way). */
+  async removeLeftState(containerId: string): Promise<void> {
+    for (const name of await readdir(this.options.stateRoot).catch(() => [] as string[])) {
+      if (name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`) await rm(join(this.options.stateRoot, name), { force: true, recursive: true });
+    }
+  }
+
   /** `runsc --version`, e.g. "runsc version 0.0~20240729.0". */
   async version(): Promise<string> {
     const result = await this.run(['--version'], { timeoutMs: 15_000 });
@@ -174,4 +189,11 @@ export function runscFailure(doing: string, result: RunscResult): AirlockError {
     return new AirlockError('DISK_FULL', `${doing}: no space left on device; free space or raise the disk limit`, { details: { output: tail } });
   }
   return new AirlockError('DRIVER_FAILED', `${doing}: runsc exited with ${result.code}: ${tail}`, { details: { exitCode: result.code, output: tail } });
+}
+
+/** runsc's `state` keeps saying "running" after the sandbox process died; trust the process. */
+export function liveStatus(runscStatus: string, processAlive: boolean): SandboxListing['status'] {
+  if (runscStatus === 'running' || runscStatus === 'paused') return processAlive ? runscStatus : 'stopped';
+  if (runscStatus === 'stopped') return 'stopped';
+  return 'unknown';
 }

@@ -7,6 +7,7 @@
  */
 import { access, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { AirlockError } from '../../core/errors.js';
 
 /** One fact, as a file named `name` in a state dir or an image dir. */
 export class SandboxMarker {
@@ -39,4 +40,15 @@ export async function markCheckpointImage(stateDir: string, imageDir: string): P
   for (const marker of [AGENT_INIT]) {
     if (await marker.isIn(stateDir)) await marker.put(imageDir);
   }
+}
+
+/** Refuses a checkpoint image taken before machines had the agent, with what to do instead. */
+export async function requireAgentImage(imageDir: string): Promise<void> {
+  if (await AGENT_INIT.isIn(imageDir)) return;
+  throw new AirlockError(
+    'SNAPSHOT_INCOMPATIBLE',
+    `the memory image ${imageDir} was taken by an older Airlock whose machines had no agent, and this version cannot restore it; ` +
+      "start a new session (or fork a snapshot taken by this version); the session's disk is kept, so its files stay reachable through `files` and `exec --ephemeral`",
+    { details: { imageDir } },
+  );
 }
