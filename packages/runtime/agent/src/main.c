@@ -64,6 +64,20 @@ static void pong(uint32_t stream) {
   frame_finish(&agent.outgoing, frame);
 }
 
+/*
+ * The end of a throw-away machine: everything it started is killed and the
+ * agent exits, so the sandbox stops by itself, which runsc tears down far
+ * faster than a `delete -force` of a running one (measured: ~0.3 s against
+ * ~2 s). Answers OK first.
+ */
+static void shutdown_machine(uint32_t stream) {
+  streams_drop_all();
+  send_simple(MSG_OK, 0, stream);
+  flush_outgoing();
+  if (!agent.host_mode) kill(-1, SIGKILL);
+  _exit(0);
+}
+
 /* Frames about an existing stream. Ones for a stream that already ended are late, not wrong: ignored. */
 static void stream_message(uint8_t type, uint8_t flags, uint32_t id, const uint8_t *payload, uint32_t length) {
   struct stream *stream = stream_find(id);
@@ -110,6 +124,9 @@ static void dispatch(uint8_t type, uint8_t flags, uint32_t id, const uint8_t *pa
       return;
     case MSG_PARK:
       link_park(id);
+      return;
+    case MSG_SHUTDOWN:
+      shutdown_machine(id);
       return;
     default:
       break;

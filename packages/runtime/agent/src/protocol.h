@@ -30,6 +30,7 @@
 #define MSG_PARK 0x04
 #define MSG_PARKED 0x05
 #define MSG_CANCEL 0x06
+#define MSG_SHUTDOWN 0x07
 #define MSG_OK 0x0E
 #define MSG_ERROR 0x0F
 #define MSG_EXEC 0x10

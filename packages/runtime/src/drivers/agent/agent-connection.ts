@@ -121,6 +121,21 @@ export class AgentConnection {
     await withTimeout(this.ended, timeoutMs, () => new AirlockError('SANDBOX_NOT_ANSWERING', `the agent in ${this.label} parked but kept its connection open`, { details: { reason: 'park-timeout' } }));
   }
 
+  /**
+   * Ends a throw-away machine: the agent kills everything it started and
+   * exits, so the sandbox stops by itself. Resolves once the agent said OK
+   * or the connection ended; false when it did neither within `timeoutMs`.
+   */
+  async shutdown(timeoutMs: number): Promise<boolean> {
+    if (this.endedWith) return false;
+    const stream = this.request(MessageType.SHUTDOWN, Buffer.alloc(0), { operation: 'shutting down' });
+    return withTimeout(
+      Promise.race([stream.done.then(() => true, () => true), this.ended.then(() => true)]),
+      timeoutMs,
+      () => new AirlockError('SANDBOX_NOT_ANSWERING', 'no answer to shutdown'),
+    ).catch(() => false);
+  }
+
   /** Closes the connection; calls in flight fail. */
   close(reason = 'the connection was closed by the host'): void {
     this.end(new AirlockError('SANDBOX_NOT_ANSWERING', `${reason} (${this.label})`, { details: { reason: 'closed' } }));

@@ -32,6 +32,7 @@ export const MessageType = {
   PARK: 0x04,
   PARKED: 0x05,
   CANCEL: 0x06,
+  SHUTDOWN: 0x07,
   OK: 0x0e,
   ERROR: 0x0f,
   EXEC: 0x10,

@@ -95,6 +95,8 @@ export class GvisorDriver implements SandboxDriver {
   private readonly networks: SandboxNetworks;
   private readonly agents: SandboxAgents;
   private readonly registry: SandboxRegistry;
+  /** the `runsc run` of each scratch sandbox, which ends with it */
+  private readonly foreground = new Map<string, Promise<number>>();
   private readonly sandboxesDir: string | undefined;
 
   constructor(options: GvisorDriverOptions) {
@@ -251,12 +253,20 @@ export class GvisorDriver implements SandboxDriver {
   async destroy(handle: SandboxHandle): Promise<void> {
     // First, and even for a handle without driverData (orphans): the sandbox loses its only link at once.
     await this.networks.remove(handle.sandboxId);
+    // A machine whose agent ends it stops by itself: its teardown is ~0.3 s instead of ~2 s for `delete -force` (measured).
+    const shutDown = await this.agents.shutdown(handle.sandboxId);
     await this.agents.close(handle.sandboxId);
+    const foreground = this.foreground.get(handle.sandboxId);
+    this.foreground.delete(handle.sandboxId);
+    if (foreground) await Promise.race([foreground, delay(shutDown ? 3_000 : 0)]);
     // A handle may come without driverData (a crash before it was stored): the registry knows the files.
     const files = storedHandleData(handle) ?? (await this.registry.get(handle.sandboxId));
     const containerId = containerIdOf(handle.sandboxId);
     // A one-shot sandbox is usually gone already (`runsc run` deletes it on exit): skip two runsc calls then.
     const state = (await this.runsc.hasState(containerId)) ? await this.runsc.state(containerId) : undefined;
+    if (state && shutDown) {
+      for (let waited = 0; waited < 40 && (await isProcessAlive(state.pid)); waited++) await delay(50);
+    }
     if (state) {
       // delete -force kills the sandbox (paused or not) and removes runsc's state and cgroup.
       await this.runsc.run(['delete', '-force', containerId], { timeoutMs: 60_000 });
@@ -337,17 +347,24 @@ export class GvisorDriver implements SandboxDriver {
       });
       // Listening before runsc starts: the agent connects as soon as it runs.
       await this.agents.open(spec.sandboxId, spec.stateDir);
+      const doing = imageDir ? `restoring ${spec.sandboxId} from ${imageDir}` : `starting ${spec.sandboxId}`;
+      // A scratch sandbox keeps its root layer in memory: thrown away with it.
+      const scratch = (spec.scratch === true || spec.oneShot !== undefined) && imageDir === undefined;
+      const flags = this.launchFlags(paths, scratch ? 'root:memory' : `root:dir=${paths.overlayDir}`, netnsPath !== undefined);
+      const logged = { logPath: paths.logPath, cwd: paths.bundleDir, ...(netnsPath === undefined ? {} : { wrapper: NETSTACK_WRAPPER }) };
+      if (scratch) {
+        // Foreground `runsc run`: once the agent ends the machine, runsc tears it down in ~40 ms,
+        // where a detached sandbox takes 1.2-1.7 s to go (measured); a scratch machine lives seconds.
+        const { exited } = await this.runsc.startWithLog([...flags, 'run', `--bundle=${paths.bundleDir}`, containerId], logged);
+        this.foreground.set(spec.sandboxId, exited);
+        const failed = exited.then(async (code) => Promise.reject(runscFailure(doing, { code, stdout: '', stderr: await logTail(paths.logPath) })));
+        await Promise.race([this.agents.first(handle, START_TIMEOUT_MS, 2_000), failed]);
+        return handle;
+      }
       const command = imageDir
         ? ['restore', `--image-path=${imageDir}`, '--detach', `--bundle=${paths.bundleDir}`, containerId]
         : ['run', '--detach', `--bundle=${paths.bundleDir}`, containerId];
-      const doing = imageDir ? `restoring ${spec.sandboxId} from ${imageDir}` : `starting ${spec.sandboxId}`;
-      // A scratch sandbox keeps its root layer in memory: thrown away with it.
-      const overlay = spec.scratch || spec.oneShot ? 'root:memory' : `root:dir=${paths.overlayDir}`;
-      const result = await this.runsc.runWithLog([...this.launchFlags(paths, overlay, netnsPath !== undefined), ...command], {
-        logPath: paths.logPath,
-        cwd: paths.bundleDir,
-        ...(netnsPath === undefined ? {} : { wrapper: NETSTACK_WRAPPER }),
-      });
+      const result = await this.runsc.runWithLog([...flags, ...command], logged);
       if (result.code !== 0) throw runscFailure(doing, { ...result, stderr: await logTail(paths.logPath) });
       // A restored agent wakes by itself (its wait returns EINTR, measured); SIGUSR1 after a short grace in case it does not.
       await this.agents.first(handle, START_TIMEOUT_MS, imageDir ? 50 : 2_000);

@@ -114,6 +114,26 @@ export class Runsc {
     }
   }
 
+  /**
+   * Starts a runsc command that runs as long as its sandbox (a foreground
+   * `run`), stdio to `logPath` (O_APPEND, see runWithLog); resolves `exited`
+   * with its exit code. The caller decides when to wait for it.
+   */
+  async startWithLog(args: string[], options: { logPath: string; cwd: string; wrapper?: readonly string[] }): Promise<{ exited: Promise<number> }> {
+    const log = await open(options.logPath, 'a');
+    try {
+      const [file, argv] = this.commandLine(args, options.wrapper);
+      const child = spawn(file, argv, { cwd: options.cwd, stdio: ['ignore', log.fd, log.fd] });
+      const exited = new Promise<number>((resolve) => {
+        child.once('error', () => resolve(127));
+        child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 + 9 : 1)));
+      });
+      return { exited };
+    } finally {
+      await log.close();
+    }
+  }
+
   private commandLine(args: string[], wrapper: readonly string[] | undefined): [string, string[]] {
     const direct = [this.options.binary, ...this.globalArgs(), ...args];
     const [file, ...argv] = wrapper && wrapper.length > 0 ? [...wrapper, ...direct] : direct;

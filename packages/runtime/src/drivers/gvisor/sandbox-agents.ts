@@ -132,6 +132,13 @@ export class SandboxAgents {
     await endpoint.waitForAgent(PARK_TIMEOUT_MS, () => this.kick(handle), 0);
   }
 
+  /** Asks a connected agent to end its machine (see AgentConnection.shutdown); false when none answered. */
+  async shutdown(sandboxId: string): Promise<boolean> {
+    const endpoint = await this.endpoints.get(sandboxId)?.catch(() => undefined);
+    const connection = endpoint?.current();
+    return connection ? connection.shutdown(1_000) : false;
+  }
+
   /** Forgets a sandbox: closes its listener and connection. */
   async close(sandboxId: string): Promise<void> {
     const endpoint = this.endpoints.get(sandboxId);
