@@ -60,6 +60,20 @@ describe('agent on the host: its link', () => {
     }
   });
 
+  it('shuts down on request: answers, kills what it started, and exits', async () => {
+    const agent = await startHostAgent();
+    try {
+      const exited = new Promise<number | null>((resolve) => agent.process.once('exit', (code) => resolve(code)));
+      const stream = agent.connection.request(MessageType.EXEC, new FieldWriter().string(Tag.ARG, 'sleep').string(Tag.ARG, '300').string(Tag.CWD, '/').int(Tag.EXEC_FLAGS, 0).finish(), { operation: 'running' });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(await agent.connection.shutdown(2_000), true);
+      assert.equal(await exited, 0);
+      await assert.rejects(stream.done, { code: 'SANDBOX_NOT_ANSWERING' });
+    } finally {
+      await agent.dispose();
+    }
+  });
+
   it('refuses to park while a stream is open', async () => {
     const agent = await startHostAgent();
     try {
