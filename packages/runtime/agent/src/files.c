@@ -132,7 +132,7 @@ static void write_start(uint32_t id, struct request *request, struct resolved *r
     char *name = stream->temp_name;
     int used = snprintf(name, sizeof stream->temp_name, ".airlock-");
     for (int i = 0; i < 16; i++) used += snprintf(name + used, sizeof stream->temp_name - (size_t)used, "%02x", random[i]);
-    fd = openat(resolved->parent_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    fd = openat(resolved->parent_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) {
@@ -141,7 +141,8 @@ static void write_start(uint32_t id, struct request *request, struct resolved *r
     stream_close(stream);
     return send_failure(id, error, NULL);
   }
-  fchmod(fd, mode);
+  /* The umask (022) took only group/other write bits: restore them when the mode wants them (one gofer round trip less otherwise). */
+  if (mode & 022) fchmod(fd, mode);
   stream->file_fd = fd;
   stream->directory_fd = dup(resolved->parent_fd);
   stream->final_name = strdup(resolved->name);

@@ -210,8 +210,11 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   async unpause(handle: SandboxHandle): Promise<void> {
+    // On the wake path: resume first (~24 ms), and look at the sandbox's state only when that failed.
+    const resumed = await this.runsc.run(['resume', containerIdOf(handle.sandboxId)]);
+    if (resumed.code === 0) return;
     await this.requireAlive(handle);
-    await this.runsc.check(['resume', containerIdOf(handle.sandboxId)], `resuming ${handle.sandboxId}`);
+    throw runscFailure(`resuming ${handle.sandboxId}`, resumed);
   }
 
   async resize(handle: SandboxHandle, resources: Pick<SandboxResources, 'cpus' | 'memoryMb'>): Promise<void> {
