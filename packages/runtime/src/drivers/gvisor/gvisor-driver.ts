@@ -420,7 +420,8 @@ export class GvisorDriver implements SandboxDriver {
 
   private async diedWithLog(handle: SandboxHandle, status: string): Promise<AirlockError> {
     const { stateDir, diskDir } = handleData(handle);
-    return sandboxDeath(handle, status, sandboxPaths(stateDir, diskDir).panicLogPath);
+    const paths = sandboxPaths(stateDir, diskDir);
+    return sandboxDeath(handle, status, paths.panicLogPath, paths.logPath);
   }
 
   private skeletonDir(): string {
