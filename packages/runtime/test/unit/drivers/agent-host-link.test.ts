@@ -10,7 +10,13 @@ import type { Socket } from 'node:net';
 import { execThroughAgent } from '../../../src/drivers/agent/agent-exec.js';
 import { MessageType, Tag } from '../../../src/drivers/agent/agent-protocol.js';
 import { encodeFrame, Fields, FieldWriter, FrameDecoder, type Frame } from '../../../src/drivers/agent/frame-codec.js';
-import { startHostAgent } from '../../support/host-agent.js';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
+import { AgentConnection } from '../../../src/drivers/agent/agent-connection.js';
+import { agentBinary, startHostAgent } from '../../support/host-agent.js';
 
 function alive(pid: number): boolean {
   try {
@@ -43,6 +49,24 @@ function nextFrame(socket: Socket, predicate: (frame: Frame) => boolean, timeout
 }
 
 describe('agent on the host: its link', () => {
+  it('speaks over an inherited socketpair (--fd) and exits when the host closes it', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'airlock-agent-fd-'));
+    // libuv makes a child's extra 'pipe' stdio a Unix socketpair: fd 3 in the agent.
+    const child = spawn(agentBinary(), ['--fd', '3', '--root', root], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const connection = await AgentConnection.open(child.stdio[3] as Duplex, { label: 'fd-agent' });
+      assert.equal(connection.hello.connects, 1);
+      const outcome = await execThroughAgent(connection, { argv: ['true'], cwd: '/', env: {}, timeoutMs: 10_000 }, { processLimit: 0, revive: async () => false });
+      assert.equal(outcome.exitCode, 0);
+      connection.close();
+      assert.equal(await exited, 0, 'the agent ends with its only link');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('parks on request (answers, then closes), stays parked, and reconnects when woken by SIGUSR1', async () => {
     const agent = await startHostAgent();
     try {
