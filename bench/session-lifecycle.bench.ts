@@ -34,7 +34,7 @@ try {
   const execTrip = row('exec `true` round trip');
   const write = row('file write 64 KiB');
   const read = row('file read 64 KiB');
-  const small = row('file write + read 4 KiB');
+  const smallFiles = row('file write + read 4 KiB');
   const wake = row('wake a paused session → first output');
   const suspendSmall = row('suspend (idle session)');
   const resumeSmall = row('resume (idle session) → first output');
@@ -55,7 +55,7 @@ try {
     write.airlock.push(await timed(() => s.files.write('/workspace/payload', payload)));
     read.airlock.push(await timed(() => s.files.read('/workspace/payload')));
     for (let k = 0; k < 5; k += 1) {
-      small.airlock.push(await timed(async () => {
+      smallFiles.airlock.push(await timed(async () => {
         await s.files.write('/workspace/small', smallPayload);
         await s.files.read('/workspace/small');
       }));
@@ -88,7 +88,7 @@ try {
     write.floor.push(await timed(() => raw.exec(['sh', '-c', 'cat > /tmp/payload'], payload)));
     read.floor.push(await timed(() => raw.exec(['cat', '/tmp/payload'])));
     for (let k = 0; k < 5; k += 1) {
-      small.floor.push(await timed(() => {
+      smallFiles.floor.push(await timed(() => {
         raw.exec(['sh', '-c', 'cat > /tmp/small'], smallPayload);
         raw.exec(['cat', '/tmp/small']);
       }));
