@@ -8,7 +8,7 @@ import { AirlockError } from '../../core/errors.js';
 import type { SandboxHandle } from '../../core/sandbox-driver.js';
 import type { FileContent, FileInfo, SandboxFiles, SymlinkPolicy } from '../../core/sandbox-files.js';
 import type { AgentConnection } from './agent-connection.js';
-import { withTimeout } from './agent-connection.js';
+import { withTimeout } from './with-timeout.js';
 import { EntryType, MessageType, PathLimit, Symlinks, Tag } from './agent-protocol.js';
 import { AgentProtocolError, FieldWriter, type Fields } from './frame-codec.js';
 

@@ -7,8 +7,9 @@
  */
 import { Duplex } from 'node:stream';
 import { AirlockError } from '../../core/errors.js';
-import type { AgentConnection, AgentStream } from './agent-connection.js';
-import { withTimeout } from './agent-connection.js';
+import type { AgentConnection } from './agent-connection.js';
+import type { AgentStream } from './agent-stream.js';
+import { withTimeout } from './with-timeout.js';
 import { Channel, MessageType, Tag } from './agent-protocol.js';
 import { FieldWriter } from './frame-codec.js';
 

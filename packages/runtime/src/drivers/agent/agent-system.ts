@@ -6,7 +6,7 @@ import { constants } from 'node:os';
 import { AirlockError } from '../../core/errors.js';
 import type { SandboxIdentity, SandboxProcess } from '../../core/sandbox-driver.js';
 import type { AgentConnection } from './agent-connection.js';
-import { withTimeout } from './agent-connection.js';
+import { withTimeout } from './with-timeout.js';
 import { MessageType, Tag } from './agent-protocol.js';
 import { AgentProtocolError, FieldWriter, type Fields } from './frame-codec.js';
 

@@ -5,7 +5,8 @@
  */
 import { Duplex } from 'node:stream';
 import type { ExecOutcome, SandboxTerminal, TerminalRequest } from '../../core/sandbox-driver.js';
-import type { AgentConnection, AgentStream } from './agent-connection.js';
+import type { AgentConnection } from './agent-connection.js';
+import type { AgentStream } from './agent-stream.js';
 import { Channel, MessageType, Tag } from './agent-protocol.js';
 import { execFields } from './agent-exec.js';
 import { FieldWriter } from './frame-codec.js';
