@@ -86,8 +86,14 @@ export function registerHostCommands(program: Command): void {
     .description('build the Debian bookworm image with debootstrap (cached after the first build)')
     .option('--data-dir <dir>', 'data dir', defaultDataDir())
     .option('--force', 'rebuild even if it exists')
-    .action(async (name: string | undefined, options: { dataDir: string; force?: boolean }) => {
-      const image = await (await catalog(options.dataDir)).buildDebian({ ...(name ? { name } : {}), onProgress: progress, force: Boolean(options.force) });
+    .option('--desktop', 'build debian-bookworm-desktop: a display (Xvfb, openbox), x11vnc, Chromium and xdotool')
+    .action(async (name: string | undefined, options: { dataDir: string; force?: boolean; desktop?: boolean }) => {
+      const image = await (await catalog(options.dataDir)).buildDebian({
+        ...(name ? { name } : {}),
+        onProgress: progress,
+        force: Boolean(options.force),
+        desktop: Boolean(options.desktop),
+      });
       process.stdout.write(`${image.name} ${image.digest}\n`);
     });
 

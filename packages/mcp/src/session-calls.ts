@@ -53,18 +53,31 @@ export class SessionCalls {
 
   /** The Airlock tools the session's contract allows. */
   async allowedTools(signal?: AbortSignal): Promise<ReadonlySet<string>> {
-    return new Set((await this.info(signal)).tools);
+    const allowed = new Set((await this.info(signal)).tools);
+    // The desktop tools fail on a session without a display: not worth offering there.
+    if (allowed.has('desktop.act') || allowed.has('desktop.screenshot')) {
+      const path = `/v1/sessions/${encodeURIComponent(this.sessionId)}/desktop`;
+      const desktop = await this.connection.json<{ available?: boolean }>('GET', path, undefined, signal ? { signal } : {}).then((answer) => answer.body, () => ({ available: false }));
+      if (desktop.available !== true) for (const tool of ['desktop.act', 'desktop.screenshot']) allowed.delete(tool);
+    }
+    return allowed;
   }
 
   /** One approval. */
   async approval(id: string, options: { waitSeconds?: number; signal?: AbortSignal } = {}): Promise<ApprovalInfo> {
     const wait = options.waitSeconds ? `?waitSeconds=${Math.ceil(options.waitSeconds)}` : '';
     const init = options.signal ? { signal: options.signal } : {};
-    return (await this.connection.json<ApprovalInfo>('GET', `/v1/approvals/${encodeURIComponent(id)}${wait}`, undefined, init)).body;
+    const approval = (await this.connection.json<ApprovalInfo>('GET', `/v1/approvals/${encodeURIComponent(id)}${wait}`, undefined, init)).body;
+    // This endpoint speaks for one session: another session's call, or its output, is none of its business.
+    if (approval.sessionId !== this.sessionId) {
+      throw new AirlockApiError('APPROVAL_NOT_FOUND', `approval ${id} does not exist in session ${this.sessionId}; use an approval id this session's own calls returned`, 404, { approvalId: id });
+    }
+    return approval;
   }
 
   /** Approves or denies; a decision someone else already made is not an error here (the outcome tells). */
   async decide(id: string, verdict: 'approve' | 'deny', by: string, reason?: string): Promise<void> {
+    await this.approval(id);
     try {
       await this.connection.json('POST', `/v1/approvals/${encodeURIComponent(id)}/${verdict}`, { by, ...(reason ? { reason } : {}) });
     } catch (error) {

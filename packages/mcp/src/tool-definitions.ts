@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { COMPUTER_CALLS, COMPUTER_DESCRIPTION, computerArguments } from './computer-tool.js';
 import { outputSchemaOf } from './tool-output-schemas.js';
 
 const path = z.string().min(1, 'path must not be empty').max(4096);
@@ -52,6 +53,7 @@ export const TOOL_ARGUMENTS = {
     count: z.number().int('count must be a whole number').min(1).describe('number of independent branches to create'),
     snapshot_id: z.string().regex(/^snap_[A-Za-z0-9_-]+$/, 'a snapshot id looks like snap_...').optional().describe('fork from this snapshot of the session (from the snapshot tool) instead of from now'),
   }),
+  computer: computerArguments,
   await_approval: z.strictObject({
     approval_id: z.string().regex(/^apr_[A-Za-z0-9_-]+$/, 'an approval id looks like apr_...'),
     timeout: z.number().positive().max(3600).optional().describe('seconds to wait for the decision (default 60)'),
@@ -119,6 +121,10 @@ export const TOOL_DESCRIPTIONS: Record<AirlockToolName, ToolDescription> = {
     description: `Creates count independent copies (branches) of the session machine, from now or from a snapshot, each with its own disk, processes and memory, and returns their session ids. This connection stays on the current session; a branch is reached by connecting to its session id. ${AIRLOCK_NOTE}`,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   },
+  computer: {
+    ...COMPUTER_DESCRIPTION,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+  },
   await_approval: {
     title: 'Wait for a held call',
     description: 'Waits for a human to decide a call the policy held for approval (the id comes from that call\'s result) and returns the call\'s result once it ran, or the refusal.',
@@ -137,6 +143,7 @@ export const AIRLOCK_TOOLS_CALLED: Record<AirlockToolName, readonly string[]> = 
   grep: ['exec'],
   snapshot: ['snapshot'],
   fork: ['fork'],
+  computer: COMPUTER_CALLS,
   await_approval: [],
 };
 

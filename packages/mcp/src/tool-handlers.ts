@@ -11,6 +11,7 @@ import type { CallOutcome, SessionCalls } from './session-calls.js';
 import type { HeldCallResult } from './approval-flow.js';
 import { commandResult, decode, pendingResult, refusalResult, textResult } from './tool-results.js';
 import { findPathPattern, globToRegExp } from './glob-pattern.js';
+import { handleComputer } from './computer-tool.js';
 
 /** What a handler needs for one call. */
 export interface ToolCallContext {
@@ -66,6 +67,8 @@ export async function handleTool(name: AirlockToolName, input: ToolInput<Airlock
       return glob(input as ToolInput<'glob'>, context);
     case 'grep':
       return grep(input as ToolInput<'grep'>, context);
+    case 'computer':
+      return handleComputer(input as ToolInput<'computer'>, context);
     case 'await_approval': {
       const args = input as ToolInput<'await_approval'>;
       const outcome = await context.calls.awaitOutcome(args.approval_id, (args.timeout ?? 60) * 1000, context.signal);
@@ -116,6 +119,16 @@ function formatCompleted(done: Completed): CallToolResult {
       return snapshotResult(result);
     case 'fork':
       return forkResult(result);
+    case 'desktop.screenshot':
+      return {
+        content: [{ type: 'image', data: String(result['png']), mimeType: 'image/png' }],
+        structuredContent: { width: Number(result['width']), height: Number(result['height']) },
+      };
+    case 'desktop.act': {
+      const pointer = result['pointer'] as { x: number; y: number } | undefined;
+      const where = pointer ? `; the pointer is at (${pointer.x}, ${pointer.y})` : '';
+      return textResult(`${String(result['action'])} done${where}. Take a screenshot to see the screen now.`, { action: result['action'], ...(pointer ? { pointer } : {}) });
+    }
     default:
       return textResult(JSON.stringify(result, null, 2), result);
   }

@@ -61,6 +61,11 @@ const forkOutput = z.looseObject({
   ),
 });
 
+/** A screenshot's size, or where the pointer is (cursor_position). */
+const computerOutput = z.union([z.looseObject({ width: z.number(), height: z.number() }), z.looseObject({ x: z.number(), y: z.number() })]);
+/** A desktop action released by a human, as await_approval returns it. */
+const desktopActOutput = z.looseObject({ action: z.string(), pointer: z.looseObject({ x: z.number(), y: z.number() }).optional() });
+
 const OWN_OUTPUT = {
   bash: commandOutput,
   read: readOutput,
@@ -71,8 +76,9 @@ const OWN_OUTPUT = {
   grep: grepOutput,
   snapshot: snapshotOutput,
   fork: forkOutput,
+  computer: computerOutput,
   // The held call's own result, whichever tool it was.
-  await_approval: z.union([commandOutput, readOutput, writeOutput, editOutput, listOutput, globOutput, grepOutput, snapshotOutput, forkOutput]),
+  await_approval: z.union([commandOutput, readOutput, writeOutput, editOutput, listOutput, globOutput, grepOutput, snapshotOutput, forkOutput, computerOutput, desktopActOutput]),
 } as const satisfies Record<AirlockToolName, z.ZodType>;
 
 /** The schema of a tool's structured content: its own result, a refusal, or a pending approval. */

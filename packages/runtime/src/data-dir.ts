@@ -16,6 +16,8 @@ export interface DataDirLayout {
   disks: string;
   sandboxes: string;
   snapshots: string;
+  /** screen thumbnails of desktop calls and takeover frames, per session (bounded) */
+  thumbnails: string;
 }
 
 /** The default data dir: $AIRLOCK_DATA_DIR, else /var/lib/airlock for root, else ~/.local/share/airlock. */
@@ -42,8 +44,9 @@ export function openDataDir(root: string): DataDirLayout {
     disks: join(abs, 'disks'),
     sandboxes: join(abs, 'sandboxes'),
     snapshots: join(abs, 'snapshots'),
+    thumbnails: join(abs, 'thumbnails'),
   };
-  for (const dir of [abs, layout.images, layout.disks, layout.sandboxes, layout.snapshots]) mkdirSync(dir, { recursive: true, mode: 0o700 });
+  for (const dir of [abs, layout.images, layout.disks, layout.sandboxes, layout.snapshots, layout.thumbnails]) mkdirSync(dir, { recursive: true, mode: 0o700 });
   return layout;
 }
 

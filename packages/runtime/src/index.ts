@@ -5,3 +5,4 @@ export { AirlockError, ERROR_STATUS, isAirlockError, type ErrorCode } from './co
 export { parseContract, parseContractText, DEFAULT_CONTRACT, type SessionContract } from './policy/session-contract.js';
 export { SqliteStore } from './stores/sqlite/sqlite-store.js';
 export type { SandboxDriver, SandboxSpec, SandboxHandle, ExecRequest, ExecOutcome } from './core/sandbox-driver.js';
+export { decodePng, type ScreenPixels } from './core/screen-image.js';

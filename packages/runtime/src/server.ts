@@ -16,6 +16,9 @@ import { ApprovalService } from './core/approval-service.js';
 import { ToolPipeline } from './core/tool-pipeline.js';
 import { ToolExecutor } from './core/tool-executor.js';
 import { LineageTools } from './core/lineage-tools.js';
+import { DesktopTools } from './core/desktop-tools.js';
+import { DesktopTakeovers } from './core/desktop-takeovers.js';
+import { ThumbnailDirectory } from './storage/thumbnail-directory.js';
 import { OtlpExporter } from './telemetry/otlp-exporter.js';
 import { SnapshotService } from './core/snapshot-service.js';
 import { ForkService, DEFAULT_MAX_FORK_BRANCHES } from './core/fork-service.js';
@@ -131,13 +134,17 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   const otlpEndpoint = options.otlpEndpoint ?? process.env['AIRLOCK_OTLP_ENDPOINT'];
   const tracer = otlpEndpoint ? new OtlpExporter(otlpEndpoint) : undefined;
+  const thumbnails = new ThumbnailDirectory(layout.thumbnails);
+  const takeovers: DesktopTakeovers = new DesktopTakeovers({ store, frames: thumbnails, capture: (sessionId) => desktop.capture(sessionId) });
+  const desktop: DesktopTools = new DesktopTools(sessions, driver, thumbnails, takeovers);
   const pipeline = new ToolPipeline({
     store,
     sessions,
     authorizer: new ContractAuthorizer(),
     analyzeCommand,
-    executor: new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks)),
+    executor: new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks), desktop),
     approvals,
+    desktop,
     ...(tracer ? { tracer } : {}),
   });
   const reconciled = await reconcileSessions({ store, driver, disks, artifacts, sessions });
@@ -159,6 +166,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     resizer: new SessionResizer(sessions, driver),
     pipeline,
     approvals,
+    desktop,
+    thumbnails,
     store,
     images,
     // No baseDir: a contract sent over the API can never make the server read its own files.
@@ -195,6 +204,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     async close() {
       retention.stop();
       await sleeper.stop();
+      await takeovers.close();
       await http.close();
       await approvals.drain();
       await tracer?.flush();

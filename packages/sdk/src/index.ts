@@ -6,6 +6,7 @@ export { Approvals } from './approvals.js';
 export { Secrets, updateSessionNetwork, type SecretInfo } from './secrets.js';
 export { Snapshots } from './snapshots.js';
 export { Ports, type ExposedPort } from './ports.js';
+export { Desktop, type DesktopAction, type DesktopActionResult, type DesktopCallOptions, type Screenshot, type TakeoverInfo } from './desktop.js';
 export { Connection, type ConnectionOptions } from './connection.js';
 export {
   AirlockApiError,

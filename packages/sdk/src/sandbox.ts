@@ -1,6 +1,6 @@
 /**
- * `Sandbox`: one Airlock session, composed of `commands`, `files` and
- * `approvals`, with lifecycle methods. Created with `Sandbox.create()` or
+ * `Sandbox`: one Airlock session, composed of `commands`, `files`,
+ * `approvals` and `desktop`, with lifecycle methods. Created with `Sandbox.create()` or
  * attached with `Sandbox.connect(id)`.
  */
 import { Connection, type ConnectionOptions } from './connection.js';
@@ -10,6 +10,7 @@ import { Approvals } from './approvals.js';
 import { Snapshots } from './snapshots.js';
 import { ForkError } from './errors.js';
 import { Ports } from './ports.js';
+import { Desktop } from './desktop.js';
 import type { AuditRecord, AuditVerification, ForkBranchFailure, ForkResult, SessionInfo } from './types.js';
 
 /** Options of `Sandbox.create`. */
@@ -29,6 +30,8 @@ export class Sandbox {
   readonly approvals: Approvals;
   readonly snapshots: Snapshots;
   readonly ports: Ports;
+  /** screen and input of a desktop session (`image: 'debian-bookworm-desktop'`) */
+  readonly desktop: Desktop;
 
   private constructor(
     private readonly connection: Connection,
@@ -40,6 +43,7 @@ export class Sandbox {
     this.files = new Files(connection, info.id, this.approvals);
     this.snapshots = new Snapshots(connection, info.id);
     this.ports = new Ports(connection, info.id);
+    this.desktop = new Desktop(connection, info.id, this.approvals);
   }
 
   /** The session id. */

@@ -34,6 +34,24 @@ export function ensureTestImage(): Promise<void> {
   return imageReady;
 }
 
+let desktopImageReady: Promise<void> | undefined;
+
+/** Builds (or reuses) the desktop image for tests (debootstrap with Chromium: minutes when cold, seconds from the cache). */
+export function ensureTestDesktopImage(): Promise<void> {
+  desktopImageReady ??= (async () => {
+    await ensureTestImage();
+    const probeDir = mkdtempSync('/var/tmp/airlock-image-probe-');
+    try {
+      const catalog = openImageCatalog(openDataDir(probeDir));
+      const existing = await catalog.list();
+      if (!existing.some((image) => image.name === 'debian-bookworm-desktop')) await catalog.buildDebian({ desktop: true });
+    } finally {
+      rmSync(probeDir, { recursive: true, force: true });
+    }
+  })();
+  return desktopImageReady;
+}
+
 async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();

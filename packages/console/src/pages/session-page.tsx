@@ -19,6 +19,7 @@ import { AuditLog } from '../session/audit-log';
 import { LiveToolCalls } from '../session/live-tool-calls';
 import { ContractView } from '../session/contract-view';
 import { TerminalPanel } from '../session/terminal-panel';
+import { DesktopPanel } from '../session/desktop-panel';
 import { age } from '../format';
 
 /** Audit records loaded when the page opens (the newest); live ones are added after. */
@@ -119,6 +120,10 @@ export function SessionPage({ sessionId, live }: { sessionId: string; live: Live
         <div class="panel">
           <h2>Lineage</h2>
           <LineageTree session={session} sessions={live.sessions} auditLength={records.length} />
+        </div>
+        <div class="panel wide">
+          <h2>Desktop</h2>
+          <DesktopPanel sessionId={session.id} />
         </div>
         <div class="panel wide">
           <h2>Terminal</h2>

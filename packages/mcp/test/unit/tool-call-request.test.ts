@@ -82,8 +82,11 @@ describe('outputSchema', () => {
       grep: { matches: 2 },
       snapshot: { snapshotId: 'snap_1', name: null, contents: ['memory', 'disk'], sizeBytes: 10 },
       fork: { snapshotId: 'snap_1', branches: [{ index: 0, sessionId: 'ses_1', state: 'running' }, { index: 1, sessionId: null, error: { code: 'X', message: 'y' } }] },
+      computer: { width: 1280, height: 800 },
       await_approval: { exitCode: 0, stdout: '', stderr: '', timedOut: false },
     };
+    assert.equal(valid('computer', { x: 3, y: 4 }), true, 'cursor_position');
+    assert.equal(valid('await_approval', { action: 'click', pointer: { x: 1, y: 2 } }), true, 'a released desktop action');
     for (const tool of Object.keys(TOOL_ARGUMENTS) as AirlockToolName[]) {
       assert.equal(valid(tool, own[tool]), true, `${tool}: its own result`);
       assert.equal(valid(tool, refusal), true, `${tool}: a refusal`);

@@ -6,6 +6,8 @@ import type { ToolPipeline } from '../core/tool-pipeline.js';
 import type { SnapshotService } from '../core/snapshot-service.js';
 import type { ForkService } from '../core/fork-service.js';
 import type { ApprovalService } from '../core/approval-service.js';
+import type { DesktopTools } from '../core/desktop-tools.js';
+import type { ThumbnailStore } from '../core/screen-thumbnails.js';
 import type { Store } from '../core/store.js';
 import type { ImageCatalog } from '../images/image-catalog.js';
 import type { ContractUpdates } from '../core/contract-updates.js';
@@ -25,6 +27,10 @@ export interface AirlockServices {
   forks: ForkService;
   pipeline: ToolPipeline;
   approvals: ApprovalService;
+  /** screenshots, actions, the live view and takeovers of desktop sessions */
+  desktop: DesktopTools;
+  /** screen thumbnails of desktop calls and takeover frames */
+  thumbnails: ThumbnailStore;
   store: Store;
   images: ImageCatalog;
   /** Validates a contract (object or JSON/YAML text); throws INVALID_CONTRACT listing every error. */

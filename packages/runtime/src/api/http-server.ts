@@ -18,6 +18,8 @@ import { registerEgressRoutes } from './routes/egress-routes.js';
 import { registerSnapshotRoutes } from './routes/snapshot-routes.js';
 import { registerMachineRoutes } from './routes/machine-routes.js';
 import { registerPortRoutes } from './routes/port-routes.js';
+import { registerDesktopRoutes } from './routes/desktop-routes.js';
+import websocket from '@fastify/websocket';
 import { registerLoginRoutes } from './routes/login-routes.js';
 import { registerEventRoutes } from './routes/event-routes.js';
 import { registerTerminalRoutes } from './routes/terminal-routes.js';
@@ -130,6 +132,9 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   registerImageRoutes(app, services);
   registerMachineRoutes(app, services);
   registerPortRoutes(app, services);
+  // WebSocket routes go in a scope registered after the plugin, so that the plugin sees them.
+  void app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
+  void app.register(async (scope) => registerDesktopRoutes(scope, services));
   registerSnapshotRoutes(app, services);
   registerEgressRoutes(app, services);
   registerMcpRoutes(app, { token: options.token });

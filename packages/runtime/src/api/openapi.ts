@@ -121,6 +121,43 @@ export function openApiDocument(version: string): Record<string, unknown> {
         parameters: [idParam, { name: 'port', in: 'path', required: true, schema: { type: 'integer' } }, { name: 'path', in: 'path', required: true, schema: { type: 'string' } }],
         get: op('HTTP proxied to the exposed port inside the machine (any method; wakes a sleeping machine; 502 PORT_UNREACHABLE when nothing listens)'),
       },
+      '/v1/sessions/{id}/desktop': {
+        parameters: [idParam],
+        get: op('the display: whether the session has one (available), width, height, the takeover in progress (or null) and the path of the live view'),
+      },
+      '/v1/sessions/{id}/desktop/screenshot': {
+        parameters: [idParam],
+        post: op('the screen as PNG, through the airlock (tool desktop.screenshot); 202 with the approval when held', {
+          responses: { '200': { description: 'the screen', content: { 'image/png': { schema: { type: 'string', format: 'binary' } } } }, '202': { description: 'held for approval', ...json(ref('ToolCallOutcome')) }, '4XX': errorResponse, '5XX': errorResponse },
+        }),
+      },
+      '/v1/sessions/{id}/desktop/actions': {
+        parameters: [idParam],
+        post: op('one mouse or keyboard action, through the airlock (tool desktop.act)', {
+          requestBody: json(ref('desktop_act_arguments')),
+          responses: { '200': { description: 'completed', ...json(ref('ToolCallOutcome')) }, '202': { description: 'held for approval', ...json(ref('ToolCallOutcome')) }, '4XX': errorResponse, '5XX': errorResponse },
+        }),
+      },
+      '/v1/sessions/{id}/desktop/thumbnails/{name}': {
+        parameters: [idParam, { name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+        get: op('a kept screen thumbnail (PNG): a desktop call\'s, named by its call id, or a takeover frame'),
+      },
+      '/v1/sessions/{id}/desktop/takeover': {
+        parameters: [idParam],
+        post: op('take the desktop over: agent actions wait (reason TAKEOVER) until it is handed back; recorded', {
+          requestBody: json({ type: 'object', additionalProperties: false, properties: { by: { type: 'string' } } }),
+          responses: { '201': { description: 'taken over' }, '4XX': errorResponse, '5XX': errorResponse },
+        }),
+        delete: op('hand the desktop back'),
+      },
+      '/v1/sessions/{id}/desktop/takeovers/{takeoverId}': {
+        parameters: [idParam, { name: 'takeoverId', in: 'path', required: true, schema: { type: 'string' } }],
+        get: op('a takeover\'s recording: frames (thumbnail names) and input events'),
+      },
+      '/v1/sessions/{id}/desktop/vnc': {
+        parameters: [idParam, { name: 'takeover', in: 'query', schema: { type: 'string' } }],
+        get: op('WebSocket: the display\'s VNC stream (RFB 3.8, security None), view-only unless ?takeover= names the takeover in progress'),
+      },
       '/v1/tenants/{tenant}/usage': { parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }], get: op('meters summed over the sessions of a tenant') },
       '/v1/approvals': { get: op('list approvals (state=pending for open ones)', {}, 'ApprovalList') },
       '/v1/approvals/events': { get: op('server-sent events: approval.requested, approval.decided') },

@@ -25,7 +25,28 @@ export interface AuthorizationContext {
   access: 'read' | 'write' | 'none';
   /** environment the call sets for its command (`exec`); empty for other tools */
   env: Record<string, string>;
+  /** what a `desktop.*` call does and what the screen shows; `NO_DESKTOP_CONTEXT` for other tools */
+  desktop: DesktopContext;
 }
+
+/** The Cedar context of a desktop call (docs/policy-vocabulary.md). */
+export interface DesktopContext {
+  /** the kind of `desktop.act` (`click`, `type`, ...), `screenshot`, or "" */
+  action: string;
+  /** the point acted on (a drag's start); 0 when the action has none */
+  x: number;
+  y: number;
+  /** a drag's end; 0 otherwise */
+  toX: number;
+  toY: number;
+  /** the text typed, or the keys pressed; "" otherwise */
+  text: string;
+  /** title of the focused window just before the call; "" when no window has the focus */
+  windowTitle: string;
+}
+
+/** The desktop context of calls that are not desktop calls. */
+export const NO_DESKTOP_CONTEXT: DesktopContext = Object.freeze({ action: '', x: 0, y: 0, toX: 0, toY: 0, text: '', windowTitle: '' });
 
 /** The outcome of authorization, carried as a value and audited. */
 export interface PolicyDecision {

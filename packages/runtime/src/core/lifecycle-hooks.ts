@@ -13,8 +13,8 @@ import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
 import type { Store } from './store.js';
 import { isAirlockError, toAirlockError } from './errors.js';
 
-/** When hooks run. */
-export type HookPhase = 'on-fork' | 'on-resume';
+/** When hooks run: after a fresh start (`on-start`: the desktop image starts its display here), a fork or a resume. */
+export type HookPhase = 'on-start' | 'on-fork' | 'on-resume';
 
 /** Directory of the hooks of each phase inside the machine. */
 export const HOOKS_ROOT = '/etc/airlock/hooks';

@@ -14,6 +14,16 @@ interface LockState {
 /** Reader/writer locks keyed by session id. */
 export class SessionLocks {
   private readonly locks = new Map<string, LockState>();
+  private readonly exclusiveWaiters: ((sessionId: string) => void)[] = [];
+
+  /**
+   * Calls `listener` whenever an exclusive holder has to wait for shared ones:
+   * holders that would otherwise keep the lock indefinitely (a live view of
+   * the desktop) let go of it then.
+   */
+  whenExclusiveWaits(listener: (sessionId: string) => void): void {
+    this.exclusiveWaiters.push(listener);
+  }
 
   /** Runs `work` while holding the session's shared lock. */
   async shared<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
@@ -63,7 +73,9 @@ export class SessionLocks {
       else state.readers += 1;
       return Promise.resolve();
     }
-    return new Promise((resolve) => state.queue.push({ exclusive, grant: resolve }));
+    const waiting = new Promise<void>((resolve) => state.queue.push({ exclusive, grant: resolve }));
+    if (exclusive && state.readers > 0) for (const listener of this.exclusiveWaiters) listener(sessionId);
+    return waiting;
   }
 
   private release(sessionId: string, exclusive: boolean): void {

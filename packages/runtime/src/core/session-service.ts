@@ -18,6 +18,7 @@ import type { SessionNetworks } from './session-networks.js';
 import { LifecycleHooks } from './lifecycle-hooks.js';
 import { MachineHibernation } from './machine-hibernation.js';
 import { UsageMeter } from './usage-meter.js';
+import { desktopSize } from './desktop-size.js';
 import {
   assertTransition,
   emptyGuard,
@@ -168,10 +169,13 @@ export class SessionService {
         }
         session.generation = 1;
         const handle = await this.driver.start(await this.specFor(session, image));
-        return this.commit(session, { state: 'running', pendingOperation: null, sandbox: handle }, 'session.started', {
+        const started = this.commit(session, { state: 'running', pendingOperation: null, sandbox: handle }, 'session.started', {
           sandboxId: handle.sandboxId,
           driver: this.driver.name,
         });
+        // After the commit, like on-resume: a failing hook is recorded and never undoes the start.
+        if (image.startHooks !== false) await this.hooks.run(handle, session.id, 'on-start', { AIRLOCK_SESSION_ID: session.id, ...startEnvironment(contract) });
+        return started;
       } catch (error) {
         const failure = toAirlockError(error, 'DRIVER_FAILED');
         await this.disks.destroy(session.id).catch(() => undefined);
@@ -417,6 +421,12 @@ export class SessionService {
       return next;
     });
   }
+}
+
+/** What on-start hooks learn from the contract: the display size a desktop image starts with. */
+function startEnvironment(contract: SessionContract): Record<string, string> {
+  const { width, height } = desktopSize({ contract: contract as unknown as Record<string, unknown> });
+  return { AIRLOCK_DESKTOP_WIDTH: String(width), AIRLOCK_DESKTOP_HEIGHT: String(height) };
 }
 
 /** Resources of a session from its contract, with defaults. */

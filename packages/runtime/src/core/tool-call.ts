@@ -16,6 +16,8 @@ export const TOOL_NAMES = [
   'files.mkdir',
   'snapshot',
   'fork',
+  'desktop.screenshot',
+  'desktop.act',
 ] as const;
 
 /** A tool name. */
@@ -26,6 +28,14 @@ export type FileToolName = Extract<ToolName, `files.${string}`>;
 
 /** Tools that save the session (`snapshot`) or branch it (`fork`); they act on the whole machine, not a path. */
 export type LineageToolName = Extract<ToolName, 'snapshot' | 'fork'>;
+
+/** Tools that read (`desktop.screenshot`) or drive (`desktop.act`) the session's display. */
+export type DesktopToolName = Extract<ToolName, `desktop.${string}`>;
+
+/** True for the `desktop.*` tools. */
+export function isDesktopTool(tool: ToolName): tool is DesktopToolName {
+  return tool.startsWith('desktop.');
+}
 
 /** True for the `files.*` tools. */
 export function isFileTool(tool: ToolName): tool is FileToolName {
@@ -39,4 +49,6 @@ export interface ToolCall {
   tool: ToolName;
   arguments: Record<string, unknown>;
   receivedAt: string;
+  /** for desktop calls: the focused window's title the decision saw (an approved call runs only on the same window) */
+  observed?: { windowTitle: string };
 }

@@ -8,7 +8,9 @@ import type { AuthorizationContext } from './authorizer.js';
 import type { SandboxDriver, ExecRequest, SandboxHandle } from './sandbox-driver.js';
 import type { SessionService } from './session-service.js';
 import type { SessionRecord } from './session.js';
-import type { ToolName } from './tool-call.js';
+import type { ToolCall } from './tool-call.js';
+import type { DesktopTools } from './desktop-tools.js';
+import type { DesktopAction } from './desktop-action-schema.js';
 import { decodeContent, type ToolArguments } from './tool-schemas.js';
 import { FileOperations } from './file-operations.js';
 import { OutputCollector, encodeOutput } from './output-collector.js';
@@ -22,6 +24,8 @@ export const DEFAULT_PER_CALL_MAX_SECONDS = 600;
 /** Where a call's output goes while it runs. */
 export interface ExecutionStreams {
   signal?: AbortSignal;
+  /** told when the call has to wait before it can run (a desktop taken over by a person) */
+  onWaiting?: (reason: 'TAKEOVER') => void;
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
 }
@@ -47,6 +51,7 @@ export class ToolExecutor {
     private readonly sessions: SessionService,
     private readonly driver: SandboxDriver,
     private readonly lineage: LineageTools,
+    private readonly desktop: DesktopTools,
   ) {
     this.files = new FileOperations(driver);
   }
@@ -60,12 +65,13 @@ export class ToolExecutor {
   /** Executes the call and returns its checked result. `failed` feeds the runaway breaker. */
   async run(
     session: SessionRecord,
-    tool: ToolName,
-    rawArgs: Record<string, unknown>,
+    call: ToolCall,
     context: AuthorizationContext,
     streams: ExecutionStreams,
     receivedAt: Date,
   ): Promise<{ result: Record<string, unknown>; timing: CallTiming; failed: boolean }> {
+    const tool = call.tool;
+    const rawArgs = call.arguments;
     const started = Date.now();
     const queuedMs = Math.max(0, started - receivedAt.getTime());
     const finish = (result: Record<string, unknown>, resumeMs: number, runMs: number, failed: boolean, startMs = 0) => ({
@@ -190,6 +196,22 @@ export class ToolExecutor {
       case 'fork': {
         const { result, failed } = await this.lineage.fork(session, rawArgs as ToolArguments<'fork'>);
         return finish(result, 0, Date.now() - started, failed);
+      }
+      case 'desktop.screenshot': {
+        const { result, resumeMs } = await this.desktop.screenshot(session, call.id);
+        return finish(result, resumeMs, Date.now() - started - resumeMs, false);
+      }
+      case 'desktop.act': {
+        const waiting = { since: 0 };
+        const { result, resumeMs } = await this.desktop.act(session, rawArgs as DesktopAction, {
+          ...(streams.signal ? { signal: streams.signal } : {}),
+          onWaiting: (reason) => {
+            waiting.since = Date.now();
+            streams.onWaiting?.(reason);
+          },
+        });
+        const waitedMs = waiting.since === 0 ? 0 : Date.now() - waiting.since;
+        return finish(waitedMs > 0 ? { ...result, takeoverWaitMs: waitedMs } : result, resumeMs, Date.now() - started - resumeMs, false);
       }
     }
   }

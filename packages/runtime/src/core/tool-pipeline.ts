@@ -8,12 +8,14 @@
  * budget exceeded) are returned as values and audited like any other.
  */
 import { AirlockError, toAirlockError } from './errors.js';
-import type { Authorizer, AuthorizationContext, PolicyDecision } from './authorizer.js';
+import { NO_DESKTOP_CONTEXT, type Authorizer, type AuthorizationContext, type PolicyDecision } from './authorizer.js';
 import type { SessionService } from './session-service.js';
 import type { SessionRecord } from './session.js';
 import type { Store } from './store.js';
 import type { ToolCall, ToolName } from './tool-call.js';
-import { TOOL_NAMES } from './tool-call.js';
+import { isDesktopTool, TOOL_NAMES } from './tool-call.js';
+import type { DesktopTools } from './desktop-tools.js';
+import type { DesktopAction } from './desktop-action-schema.js';
 import { validateArguments, type ToolArguments } from './tool-schemas.js';
 import { callKey, checkGuards, guardLimitsOf, recordOutcome } from './runaway-guard.js';
 import { FileOperations } from './file-operations.js';
@@ -53,6 +55,8 @@ export interface ToolPipelineDeps {
   analyzeCommand: (input: { command?: string; argv?: string[] }) => CommandAnalysis;
   executor: ToolExecutor;
   approvals: ApprovalService;
+  /** the desktop tools, for what a desktop call sees before its decision */
+  desktop: DesktopTools;
   clock?: Clock;
   /** receives one span per call (optional) */
   tracer?: Tracer;
@@ -95,6 +99,7 @@ export class ToolPipeline {
     let args: ToolArguments<ToolName>;
     try {
       args = validateArguments(toolName, rawArguments);
+      if (toolName === 'desktop.act') this.deps.desktop.checkOnScreen(session, args as DesktopAction);
     } catch (error) {
       this.audit(session.id, 'tool-call.rejected', call, { code: toAirlockError(error).code, message: toAirlockError(error).message });
       throw error;
@@ -109,10 +114,21 @@ export class ToolPipeline {
       return { status: 'refused', callId: call.id, tool: toolName, error: errorValue(refusal), decision: null };
     }
 
-    const context = await this.normalize(session, toolName, args);
+    const { context, thumbnail } = await this.normalize(session, toolName, args, call);
     const decision = this.authorize(session, context);
-    this.audit(session.id, decisionEvent(decision), call, { decision: decision.decision, policyIds: decision.policyIds, reason: decision.reason, enforced: decision.enforced, errors: decision.errors, context: auditContext(context) });
+    this.audit(session.id, decisionEvent(decision), call, {
+      decision: decision.decision,
+      policyIds: decision.policyIds,
+      reason: decision.reason,
+      enforced: decision.enforced,
+      errors: decision.errors,
+      context: auditContext(context),
+      // the screen the agent was about to act on: the thumbnail's name is the call id
+      ...(thumbnail ? { thumbnail } : {}),
+    });
 
+    // A screen observed for the decision is returned only by an allowed call that runs now; an approved one looks again.
+    if (decision.decision !== 'allow' && decision.enforced) this.deps.desktop.forget(call.id);
     if (decision.enforced && decision.decision === 'deny') {
       this.recordFailure(session.id, call, true);
       const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
@@ -130,7 +146,18 @@ export class ToolPipeline {
   private async executeApproved(call: ToolCall, decision: PolicyDecision): Promise<ToolCallOutcome> {
     const session = this.deps.sessions.get(call.sessionId);
     const args = validateArguments(call.tool, call.arguments);
-    const context = await this.normalize(session, call.tool, args);
+    const { observed: approved, ...unobserved } = call;
+    const { context } = await this.normalize(session, call.tool, args, unobserved);
+    // A person approved an action on one window: if another has the focus now, the action would land elsewhere.
+    if (approved !== undefined && call.tool === 'desktop.act' && context.desktop.windowTitle !== approved.windowTitle) {
+      const error = new AirlockError(
+        'SCREEN_CHANGED',
+        `the focused window changed since the action was approved ("${approved.windowTitle}" then, "${context.desktop.windowTitle}" now), so it did not run; take a screenshot and act again`,
+        { details: { approvedWindowTitle: approved.windowTitle, windowTitle: context.desktop.windowTitle } },
+      );
+      this.audit(session.id, 'tool-call.refused', call, { code: error.code, message: error.message });
+      return { status: 'refused', callId: call.id, tool: call.tool, error: errorValue(error), decision };
+    }
     return this.execute(session, call, decision, context, {}, this.clock.now());
   }
 
@@ -144,7 +171,8 @@ export class ToolPipeline {
   ): Promise<ToolCallOutcome> {
     this.audit(session.id, 'tool-call.started', call, { path: context.path || undefined });
     try {
-      const { result, timing, failed } = await this.deps.executor.run(session, call.tool, call.arguments, context, options, receivedAt);
+      const onWaiting = (reason: 'TAKEOVER') => this.audit(session.id, 'tool-call.waiting', call, { reason });
+      const { result, timing, failed } = await this.deps.executor.run(session, call, context, { ...options, onWaiting }, receivedAt);
       this.audit(session.id, 'tool-call.completed', call, { ...auditResult(call.tool, result), timing });
       this.recordFailure(session.id, call, failed);
       await this.deps.sessions.usage.sample(session.id);
@@ -157,7 +185,12 @@ export class ToolPipeline {
     }
   }
 
-  private async normalize(session: SessionRecord, tool: ToolName, args: ToolArguments<ToolName>): Promise<AuthorizationContext> {
+  private async normalize(
+    session: SessionRecord,
+    tool: ToolName,
+    args: ToolArguments<ToolName>,
+    call: ToolCall,
+  ): Promise<{ context: AuthorizationContext; thumbnail?: Record<string, unknown> }> {
     const fresh = this.deps.sessions.get(session.id);
     const base: AuthorizationContext = {
       tool,
@@ -174,13 +207,21 @@ export class ToolPipeline {
       branches: 0,
       access: 'none',
       env: {},
+      desktop: NO_DESKTOP_CONTEXT,
     };
-    if (tool === 'snapshot') return base;
-    if (tool === 'fork') return { ...base, branches: (args as ToolArguments<'fork'>).count };
+    if (tool === 'snapshot') return { context: base };
+    if (tool === 'fork') return { context: { ...base, branches: (args as ToolArguments<'fork'>).count } };
+    if (isDesktopTool(tool)) {
+      // An action keeps a thumbnail of the screen it is about to change; a screenshot's result is the screen itself.
+      const observed = await this.deps.desktop.observe(fresh, call.id, tool === 'desktop.act' ? 'action' : 'screenshot');
+      call.observed = { windowTitle: observed.windowTitle };
+      const desktop = tool === 'desktop.act' ? desktopContext(args as DesktopAction, observed.windowTitle) : { ...NO_DESKTOP_CONTEXT, action: 'screenshot', windowTitle: observed.windowTitle };
+      return { context: { ...base, desktop }, ...(observed.thumbnail ? { thumbnail: { ...observed.thumbnail } } : {}) };
+    }
     if (tool === 'exec') {
       const exec = args as ToolArguments<'exec'>;
       const analysis = this.deps.analyzeCommand(exec.command !== undefined ? { command: exec.command } : { argv: exec.argv ?? [] });
-      return {
+      const context: AuthorizationContext = {
         ...base,
         command: exec.command ?? '',
         argv: exec.argv ?? [],
@@ -190,6 +231,7 @@ export class ToolPipeline {
         cwd: FileOperations.lexical(exec.cwd),
         env: exec.env,
       };
+      return { context };
     }
     const path = (args as { path: string }).path;
     const lexical = FileOperations.lexical(path);
@@ -197,7 +239,7 @@ export class ToolPipeline {
     // Writes replace a final symlink instead of following it; reads follow it.
     const followLast = access === 'read' || tool === 'files.edit';
     const canonical = await this.deps.executor.canonicalPath(fresh, lexical, followLast);
-    return { ...base, path: canonical, access };
+    return { context: { ...base, path: canonical, access } };
   }
 
   private authorize(session: SessionRecord, context: AuthorizationContext): PolicyDecision {
@@ -287,10 +329,11 @@ function errorValue(error: AirlockError): { code: string; message: string; detai
   return { code: error.code, message: error.message, details: error.details };
 }
 
-/** What the audit keeps of arguments: no file contents, no environment values. */
+/** What the audit keeps of arguments: no file contents, no environment values, no typed text. */
 function auditArguments(call: ToolCall): Record<string, unknown> {
-  const { content, stdin, env, newString, oldString, ...rest } = call.arguments as Record<string, unknown>;
+  const { content, stdin, env, newString, oldString, text, ...rest } = call.arguments as Record<string, unknown>;
   const kept: Record<string, unknown> = { ...rest };
+  if (typeof text === 'string') kept['textCharacters'] = [...text].length;
   if (typeof content === 'string') kept['contentBytes'] = Buffer.byteLength(content);
   if (typeof stdin === 'string') kept['stdinBytes'] = Buffer.byteLength(stdin);
   if (env && typeof env === 'object') kept['envNames'] = Object.keys(env);
@@ -300,12 +343,22 @@ function auditArguments(call: ToolCall): Record<string, unknown> {
 }
 
 function auditContext(context: AuthorizationContext): Record<string, unknown> {
-  return { programs: context.programs, analysable: context.analysable, notes: context.analysisNotes, path: context.path, cwd: context.cwd };
+  const kept: Record<string, unknown> = { programs: context.programs, analysable: context.analysable, notes: context.analysisNotes, path: context.path, cwd: context.cwd };
+  if (context.desktop.action !== '') kept['windowTitle'] = context.desktop.windowTitle;
+  return kept;
+}
+
+/** The Cedar context of one desktop action (see docs/policy-vocabulary.md). */
+function desktopContext(action: DesktopAction, windowTitle: string): AuthorizationContext['desktop'] {
+  const point = 'x' in action ? { x: action.x, y: action.y } : { x: 0, y: 0 };
+  const end = action.action === 'drag' ? { toX: action.toX, toY: action.toY } : { toX: 0, toY: 0 };
+  const text = action.action === 'type' ? action.text : action.action === 'key' ? action.keys : '';
+  return { action: action.action, ...point, ...end, text, windowTitle };
 }
 
 function auditResult(tool: ToolName, result: Record<string, unknown>): Record<string, unknown> {
   const kept: Record<string, unknown> = {};
-  for (const key of ['exitCode', 'timedOut', 'aborted', 'stdoutBytes', 'stderrBytes', 'bytes', 'replacements', 'entries', 'created', 'failed']) {
+  for (const key of ['exitCode', 'timedOut', 'aborted', 'stdoutBytes', 'stderrBytes', 'bytes', 'replacements', 'entries', 'created', 'failed', 'width', 'height', 'sha256', 'thumbnail', 'pointer', 'waitedMs']) {
     if (result[key] !== undefined) kept[key] = result[key];
   }
   // What a lineage tool made: the audit trail must lead to the snapshot and to every branch.

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { AirlockError } from './errors.js';
 import type { ToolName } from './tool-call.js';
+import { desktopActArguments, desktopScreenshotArguments } from './desktop-action-schema.js';
 
 /** Longest path a tool accepts, in bytes (Linux's PATH_MAX less its NUL). */
 export const MAX_PATH_BYTES = 4095;
@@ -147,6 +148,8 @@ export const TOOL_SCHEMAS = {
   'files.mkdir': mkdirArguments,
   snapshot: snapshotArguments,
   fork: forkArguments,
+  'desktop.screenshot': desktopScreenshotArguments,
+  'desktop.act': desktopActArguments,
 } as const satisfies Record<ToolName, z.ZodType>;
 
 /** Parsed arguments of a tool. */

@@ -6,6 +6,7 @@
  * rebinding) is refused like a direct attempt.
  */
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { networkInterfaces } from 'node:os';
 
 const restricted = new BlockList();
 for (const [network, prefix] of [
@@ -49,11 +50,29 @@ export function isRestrictedAddress(address: string): boolean {
   return true;
 }
 
-/** True for the host's own loopback and unspecified addresses, which nothing may ever name. */
+/**
+ * True for the host's own addresses (loopback, unspecified, and every address of its interfaces,
+ * the gateways' own included), which nothing may ever name: a contract listing one would give the
+ * sandbox the host's services (sshd, the API on 0.0.0.0) through the gateway.
+ */
 export function isLoopbackAddress(address: string): boolean {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
   if (mapped) return isLoopbackAddress(mapped);
-  if (isIPv4(address)) return loopback.check(address, 'ipv4');
-  if (isIPv6(address)) return loopback.check(address, 'ipv6');
+  if (isIPv4(address)) return loopback.check(address, 'ipv4') || hostAddresses().has(address);
+  if (isIPv6(address)) return loopback.check(address, 'ipv6') || hostAddresses().has(address.toLowerCase().replace(/%.*$/, ''));
   return true;
+}
+
+let known: { addresses: Set<string>; readAt: number } | undefined;
+
+/** The addresses of the host's interfaces, re-read at most once a second (interfaces come and go with sandboxes). */
+function hostAddresses(): Set<string> {
+  const now = Date.now();
+  if (known && now - known.readAt < 1000) return known.addresses;
+  const addresses = new Set<string>();
+  for (const entries of Object.values(networkInterfaces())) {
+    for (const entry of entries ?? []) addresses.add(entry.address.toLowerCase().replace(/%.*$/, ''));
+  }
+  known = { addresses, readAt: now };
+  return addresses;
 }

@@ -13,8 +13,8 @@
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { delimiter, join } from 'node:path';
+import { access, chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { AirlockError } from '../core/errors.js';
@@ -24,16 +24,27 @@ import { digestRootfs, type RootfsDigest } from './image-digest.js';
 import { isNoSpace } from './image-errors.js';
 import { removeTree, writeJsonAtomic } from './image-staging.js';
 import { DebootstrapProgress } from './debootstrap-progress.js';
+import { DESKTOP_IMAGE_FILES, DESKTOP_PACKAGES, type ImageFile } from './desktop-image-files.js';
 
 /** What goes into the Debian image; the cache key hashes exactly this (plus the finishing steps and architecture). */
 export interface DebianRecipe {
   suite: string;
   variant: string;
   include: readonly string[];
+  /** files written into the tree after debootstrap (scripts, hooks) */
+  files?: readonly ImageFile[];
 }
 
 /** The recipe of the stock image: bookworm minbase with python3, CA certificates and procps. */
 export const DEBIAN_BOOKWORM: DebianRecipe = { suite: 'bookworm', variant: 'minbase', include: ['python3', 'ca-certificates', 'procps'] };
+
+/** The recipe of the desktop image: the stock image plus a display, a VNC server, Chromium and xdotool (docs/desktop.md). */
+export const DEBIAN_BOOKWORM_DESKTOP: DebianRecipe = {
+  suite: 'bookworm',
+  variant: 'minbase',
+  include: [...DEBIAN_BOOKWORM.include, ...DESKTOP_PACKAGES],
+  files: DESKTOP_IMAGE_FILES,
+};
 
 /** /etc/hostname of built images (the sandbox's UTS name is set by the driver; this is what tools read from the file). */
 export const DEBIAN_HOSTNAME = 'airlock';
@@ -63,7 +74,16 @@ export interface DebianImageBuilderOptions {
 
 /** The cache key of a recipe: 16 hex digits of sha256 over what determines the finished tree. */
 export function debianCacheKey(recipe: DebianRecipe): string {
-  const material = JSON.stringify({ suite: recipe.suite, variant: recipe.variant, include: [...recipe.include].sort(), finish: FINISH_VERSION, arch: hostArchitecture() });
+  const files = (recipe.files ?? []).map((file) => ({ path: file.path, mode: file.mode, sha256: createHash('sha256').update(file.content).digest('hex') }));
+  const material = JSON.stringify({
+    suite: recipe.suite,
+    variant: recipe.variant,
+    include: [...recipe.include].sort(),
+    finish: FINISH_VERSION,
+    arch: hostArchitecture(),
+    // the stock recipe's key stays what it was before recipes had files, so existing caches still serve it
+    ...(files.length > 0 ? { files } : {}),
+  });
   return createHash('sha256').update(material).digest('hex').slice(0, 16);
 }
 
@@ -88,7 +108,7 @@ export class DebianImageBuilder {
 
     await this.debootstrap(rootfs, onProgress);
     onProgress({ phase: 'finish', message: 'Removing apt lists and caches, adding /workspace and /etc/hostname', fraction: 0.9 });
-    await finishRootfs(rootfs);
+    await finishRootfs(rootfs, this.recipe.files ?? []);
     onProgress({ phase: 'digest', message: 'Computing the image digest', fraction: 0.92 });
     const digest = await digestRootfs(rootfs);
     await this.saveCache(rootfs, digest, onProgress);
@@ -196,8 +216,8 @@ export class DebianImageBuilder {
   }
 }
 
-/** Removes what a running sandbox never needs (apt lists and caches, ~90 MB) and adds what Airlock expects. */
-async function finishRootfs(rootfs: string): Promise<void> {
+/** Removes what a running sandbox never needs (apt lists and caches, ~90 MB) and adds what Airlock expects and the recipe's files. */
+async function finishRootfs(rootfs: string, files: readonly ImageFile[]): Promise<void> {
   // `partial` stays: apt expects the directory layout, not the content
   await emptyDirectory(join(rootfs, 'var/lib/apt/lists'), ['partial']);
   await emptyDirectory(join(rootfs, 'var/cache/apt/archives'), ['partial', 'lock']);
@@ -206,6 +226,13 @@ async function finishRootfs(rootfs: string): Promise<void> {
   await rm(join(rootfs, 'debootstrap'), { recursive: true, force: true });
   await mkdir(join(rootfs, 'workspace'), { recursive: true, mode: 0o755 });
   await writeFile(join(rootfs, 'etc/hostname'), `${DEBIAN_HOSTNAME}\n`, { mode: 0o644 });
+  for (const file of files) {
+    const target = join(rootfs, file.path);
+    await mkdir(dirname(target), { recursive: true, mode: 0o755 });
+    await writeFile(target, file.content, { mode: file.mode });
+    // writeFile's mode is masked by the umask and ignored for an existing file
+    await chmod(target, file.mode);
+  }
 }
 
 async function emptyDirectory(directory: string, keep: readonly string[]): Promise<void> {

@@ -15,6 +15,10 @@ export interface ImageRecord {
   createdAt: string;
   /** default environment and working directory declared by the image (OCI config), if any */
   env: Record<string, string>;
+  /** whether the image has a display (built with `airlock images build --desktop`) */
+  desktop?: boolean;
+  /** whether the image has on-start hooks (`/etc/airlock/hooks/on-start.d`); absent: unknown, so they are looked for */
+  startHooks?: boolean;
 }
 
 /** A progress line for long operations (build, import). */
@@ -30,8 +34,8 @@ export interface ImageCatalog {
   list(): Promise<ImageRecord[]>;
   /** Throws IMAGE_NOT_FOUND naming `airlock images build` / `import` as the fix. */
   get(name: string): Promise<ImageRecord>;
-  /** Builds the Debian bookworm image with debootstrap (cached); `name` defaults to `debian-bookworm`. */
-  buildDebian(options: { name?: string; onProgress?: (p: ImageProgress) => void; force?: boolean }): Promise<ImageRecord>;
+  /** Builds the Debian bookworm image with debootstrap (cached); `name` defaults to `debian-bookworm` (`debian-bookworm-desktop` with `desktop`). */
+  buildDebian(options: { name?: string; onProgress?: (p: ImageProgress) => void; force?: boolean; desktop?: boolean }): Promise<ImageRecord>;
   /** Imports an OCI image archive (docker save / skopeo / OCI layout tarball). */
   importOciArchive(options: { name: string; archivePath: string; onProgress?: (p: ImageProgress) => void }): Promise<ImageRecord>;
   /** Removes an image; refuses with INVALID_STATE when `inUse` says a live session uses it. */

@@ -15,7 +15,8 @@ import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AirlockError } from '../core/errors.js';
-import { DEBIAN_BOOKWORM, DebianImageBuilder } from './debian-image-builder.js';
+import { DEBIAN_BOOKWORM, DEBIAN_BOOKWORM_DESKTOP, DebianImageBuilder } from './debian-image-builder.js';
+import { DESKTOP_IMAGE_ENV } from './desktop-image-files.js';
 import { detectDebianMirror } from './debian-mirror.js';
 import type { ImageCatalog, ImageProgress, ImageRecord } from './image-catalog.js';
 import { digestRootfs } from './image-digest.js';
@@ -47,8 +48,12 @@ export interface LocalImageRecord extends ImageRecord {
 
 /** The stock image name of `buildDebian`. */
 export const DEFAULT_DEBIAN_IMAGE = 'debian-bookworm';
+/** The image name of `buildDebian({ desktop: true })`. */
+export const DEFAULT_DESKTOP_IMAGE = 'debian-bookworm-desktop';
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+/** Where an image keeps its on-start hooks, relative to its rootfs. */
+const START_HOOKS_DIR = 'etc/airlock/hooks/on-start.d';
 const MANIFEST_FILE = 'image.json';
 
 const manifestSchema = z.object({
@@ -97,9 +102,14 @@ export class LocalImageCatalog implements ImageCatalog {
     return record;
   }
 
-  /** Builds Debian bookworm (minbase + python3, ca-certificates, procps) with debootstrap, from the cache when it has a verified copy. */
-  async buildDebian(options: { name?: string; onProgress?: (p: ImageProgress) => void; force?: boolean } = {}): Promise<LocalImageRecord> {
-    const name = checkName(options.name ?? DEFAULT_DEBIAN_IMAGE);
+  /**
+   * Builds Debian bookworm (minbase + python3, ca-certificates, procps) with debootstrap, from the cache when it has a
+   * verified copy; `desktop` adds a display, a VNC server, Chromium and xdotool (docs/desktop.md).
+   */
+  async buildDebian(options: { name?: string; onProgress?: (p: ImageProgress) => void; force?: boolean; desktop?: boolean } = {}): Promise<LocalImageRecord> {
+    const desktop = options.desktop === true;
+    const recipe = desktop ? DEBIAN_BOOKWORM_DESKTOP : DEBIAN_BOOKWORM;
+    const name = checkName(options.name ?? (desktop ? DEFAULT_DESKTOP_IMAGE : DEFAULT_DEBIAN_IMAGE));
     const force = options.force === true;
     if (await this.exists(name)) {
       if (!force) throw imageExists(name);
@@ -111,15 +121,23 @@ export class LocalImageCatalog implements ImageCatalog {
       const builder = new DebianImageBuilder({
         cacheDir: this.options.cacheDir,
         mirror,
+        recipe,
         ...(this.options.debootstrapPath === undefined ? {} : { debootstrapPath: this.options.debootstrapPath }),
       });
       const built = await builder.build(rootfs, onProgress);
+      const { files, ...packages } = recipe;
       return {
         digest: built.digest,
         sizeBytes: built.sizeBytes,
         source: 'debootstrap',
-        env: {},
-        provenance: { ...DEBIAN_BOOKWORM, mirror: built.mirror ?? null, cacheKey: built.cacheKey, fromCache: built.fromCache },
+        env: desktop ? { ...DESKTOP_IMAGE_ENV } : {},
+        provenance: {
+          ...packages,
+          ...(files === undefined ? {} : { files: files.map((file) => file.path), desktop: true }),
+          mirror: built.mirror ?? null,
+          cacheKey: built.cacheKey,
+          fromCache: built.fromCache,
+        },
       };
     });
   }
@@ -204,7 +222,7 @@ export class LocalImageCatalog implements ImageCatalog {
       await writeJsonAtomic(join(staging.path, MANIFEST_FILE), manifest);
       await staging.install(this.imageDir(name), { replace, name });
       onProgress({ phase: 'done', message: `Image ${name} is ready (${manifest.digest})`, fraction: 1 });
-      return this.toRecord(manifest);
+      return await this.withStartHooks(this.toRecord(manifest));
     } catch (error) {
       await staging?.discard().catch(() => undefined);
       throw toImageError(error, this.root);
@@ -233,7 +251,16 @@ export class LocalImageCatalog implements ImageCatalog {
         details: { name, file },
       });
     }
-    return this.toRecord(parsed.data);
+    return this.withStartHooks(this.toRecord(parsed.data));
+  }
+
+  /** Records whether the image has on-start hooks: known here, on the host, so that sessions of images without any do not look inside their machine. */
+  private async withStartHooks(record: LocalImageRecord): Promise<LocalImageRecord> {
+    record.startHooks = await stat(join(record.rootfsDir, START_HOOKS_DIR)).then(
+      (info) => info.isDirectory(),
+      () => false,
+    );
+    return record;
   }
 
   private toRecord(manifest: ImageManifest): LocalImageRecord {
@@ -246,6 +273,7 @@ export class LocalImageCatalog implements ImageCatalog {
       createdAt: manifest.createdAt,
       env: manifest.env,
       provenance: manifest.provenance,
+      desktop: manifest.provenance['desktop'] === true,
     };
     if (manifest.workingDir !== undefined) record.workingDir = manifest.workingDir;
     return record;
@@ -263,9 +291,10 @@ function checkName(name: unknown): string {
 }
 
 function notFound(name: string): AirlockError {
+  const build = name === DEFAULT_DESKTOP_IMAGE ? 'Build the desktop image with `airlock images build --desktop`' : 'Build the Debian image with `airlock images build`';
   return new AirlockError(
     'IMAGE_NOT_FOUND',
-    `Image "${name}" not found. Build the Debian image with \`airlock images build\` or import one with \`airlock images import ${name} FILE\`.`,
+    `Image "${name}" not found. ${build} or import one with \`airlock images import ${name} FILE\`.`,
     { details: { name } },
   );
 }

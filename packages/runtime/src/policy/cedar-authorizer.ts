@@ -21,7 +21,7 @@ import {
   type ToolName,
 } from './policy-vocabulary.js';
 import type { EnforcementMode, SessionContract } from './session-contract.js';
-import type { PolicyDecision } from '../core/authorizer.js';
+import { NO_DESKTOP_CONTEXT, type DesktopContext, type PolicyDecision } from '../core/authorizer.js';
 import { analyzeCommand, type CommandAnalysis } from './shell-analysis.js';
 
 /** One tool call to authorize. Tenant and principal come from the contract. */
@@ -43,6 +43,8 @@ export interface AuthorizationRequest {
   branches?: number;
   /** environment an `exec` sets */
   env?: Readonly<Record<string, string>>;
+  /** what a `desktop.*` call does and the focused window's title */
+  desktop?: DesktopContext;
   /** analysis of the command, when the caller already has it; otherwise computed here */
   analysis?: CommandAnalysis;
 }
@@ -153,6 +155,7 @@ export class CedarPolicySet {
       port: request.port,
       branches: 0,
       env: ENVIRONMENT_REFERENCE,
+      ...desktopKeys(NO_DESKTOP_CONTEXT),
     };
     let answer: AuthorizationAnswer;
     try {
@@ -209,6 +212,7 @@ export class CedarPolicySet {
       port: 0,
       branches: request.tool === 'fork' ? long('branches', request.branches) : 0,
       env: ENVIRONMENT_REFERENCE,
+      ...desktopKeys(request.tool.startsWith('desktop.') ? (request.desktop ?? NO_DESKTOP_CONTEXT) : NO_DESKTOP_CONTEXT),
     };
     return { context, notes: analysis.reasons };
   }
@@ -251,6 +255,19 @@ function environmentEntity(env: Readonly<Record<string, string>>): { uid: { type
   return { uid: { type: ENVIRONMENT_TYPE, id: ENVIRONMENT_ID }, attrs: {}, parents: [], tags: { ...env } };
 }
 
+/** The desktop keys of a request's context. */
+function desktopKeys(desktop: DesktopContext): Pick<CedarRequestContext, 'desktopAction' | 'x' | 'y' | 'toX' | 'toY' | 'text' | 'windowTitle'> {
+  return {
+    desktopAction: desktop.action,
+    x: long('x', desktop.x),
+    y: long('y', desktop.y),
+    toX: long('toX', desktop.toX),
+    toY: long('toY', desktop.toY),
+    text: desktop.text,
+    windowTitle: desktop.windowTitle,
+  };
+}
+
 function failClosed(tool: string, policyIds: string[], errors: string[], enforced: boolean): PolicyDecision {
   const first = errors[0] ?? 'unknown error';
   return {
@@ -273,6 +290,12 @@ function describe(context: CedarRequestContext, notes: readonly string[], litera
   if (context.tool === 'net.connect') return `connection to ${context.host}:${context.port}`;
   if (context.tool === 'fork') return `${context.branches} branch${context.branches === 1 ? '' : 'es'}`;
   if (context.tool === 'snapshot') return 'the whole session';
+  if (context.tool === 'desktop.screenshot') return `a screenshot${context.windowTitle === '' ? '' : ` of window "${context.windowTitle}"`}`;
+  if (context.tool === 'desktop.act') {
+    const pointed = ['click', 'double_click', 'right_click', 'move', 'drag', 'scroll'].includes(context.desktopAction);
+    const where = pointed ? ` at (${context.x}, ${context.y})` : '';
+    return `${context.desktopAction}${where}${context.windowTitle === '' ? '' : ` in window "${context.windowTitle}"`}`;
+  }
   if (context.tool !== 'exec') return context.path === '' ? 'no path' : `path ${context.path}`;
   const named = context.programs.filter((program) => literals.has(program));
   if (named.length > 0) return `command runs ${named.join(', ')}`;

@@ -58,6 +58,7 @@ export class ContractAuthorizer implements Authorizer {
       callCount: context.callCount,
       identicalFailures: context.identicalFailures,
       branches: context.branches,
+      desktop: context.desktop,
       analysis: { programs: context.programs, analysable: context.analysable, reasons: context.analysisNotes },
     });
   }

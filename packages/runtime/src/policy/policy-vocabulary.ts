@@ -59,6 +59,18 @@ export interface CedarRequestContext {
    * and values (`context.env.hasTag("PATH")`, `context.env.getTag("PATH")`); no tags for other tools
    */
   env: { __entity: { type: string; id: string } };
+  /** kind of a `desktop.act` (`click`, `type`, ...), `screenshot` for `desktop.screenshot`; "" otherwise */
+  desktopAction: string;
+  /** the point a desktop action acts on (a drag's start), in screen pixels (Long); 0 otherwise */
+  x: number;
+  y: number;
+  /** the end of a drag (Long); 0 otherwise */
+  toX: number;
+  toY: number;
+  /** the text a `type` action types, or the keys a `key` action presses; "" otherwise */
+  text: string;
+  /** title of the window that has the focus just before a desktop call; "" otherwise */
+  windowTitle: string;
 }
 
 /** Cedar entity type whose tags carry a call's environment (Cedar records cannot have open keys; tags can). */
@@ -86,6 +98,13 @@ export const CEDAR_SCHEMA = `namespace Airlock {
     port: Long,
     branches: Long,
     env: Environment,
+    desktopAction: String,
+    x: Long,
+    y: Long,
+    toX: Long,
+    toY: Long,
+    text: String,
+    windowTitle: String,
   };
   action ${CEDAR_ACTIONS.map((name) => JSON.stringify(name)).join(', ')}
     appliesTo { principal: [Agent], resource: [Session], context: RequestContext };

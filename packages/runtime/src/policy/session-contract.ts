@@ -87,6 +87,12 @@ export interface ContractExec {
   readonly allowEnv: readonly string[];
 }
 
+/** The display of a desktop session (an image built with `airlock images build --desktop`). */
+export interface ContractDesktop {
+  readonly width: number;
+  readonly height: number;
+}
+
 /** One Cedar policy of a parsed contract, with its final id. */
 export interface ContractPolicy {
   readonly id: string;
@@ -108,6 +114,7 @@ export interface SessionContract {
   readonly guard: { readonly maxIdenticalFailures: number };
   readonly idle: ContractIdle;
   readonly perCall: ContractPerCall;
+  readonly desktop: ContractDesktop;
   readonly retention: { readonly snapshotDays?: number };
   readonly enforcement: EnforcementMode;
   /** one entry per Cedar policy; omitted in the input means "permit everything" */
@@ -243,6 +250,7 @@ export const sessionContractSchema = z.strictObject({
       }
     }),
   perCall: z.strictObject({ maxSeconds: int(1, 86_400).default(600) }).prefault({}),
+  desktop: z.strictObject({ width: int(320, 7680).default(1280), height: int(200, 4320).default(800) }).prefault({}),
   retention: z.strictObject({ snapshotDays: int(1, 3650).optional() }).prefault({}),
   enforcement: z.enum(['enforce', 'log-only']).default('enforce'),
   policies: z.array(z.unknown()).max(MAX_POLICIES).optional(),

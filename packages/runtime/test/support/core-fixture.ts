@@ -20,6 +20,9 @@ import type { Authorizer, PolicyDecision, AuthorizationContext } from '../../src
 import type { SessionDisks } from '../../src/core/session-disks.js';
 import type { ImageCatalog, ImageRecord } from '../../src/images/image-catalog.js';
 import { AirlockError } from '../../src/core/errors.js';
+import { DesktopTools } from '../../src/core/desktop-tools.js';
+import { DesktopTakeovers } from '../../src/core/desktop-takeovers.js';
+import type { ThumbnailStore } from '../../src/core/screen-thumbnails.js';
 import { parseContract, type SessionContract } from '../../src/policy/session-contract.js';
 
 /** Disks as plain temp directories. */
@@ -101,6 +104,17 @@ export class ScriptedAuthorizer implements Authorizer {
   }
 }
 
+/** Thumbnails kept in memory, unbounded (unit tests only). */
+export class MemoryThumbnails implements ThumbnailStore {
+  readonly files = new Map<string, Buffer>();
+  async put(sessionId: string, name: string, png: Buffer): Promise<void> {
+    this.files.set(`${sessionId}/${name}`, png);
+  }
+  async get(sessionId: string, name: string): Promise<Buffer | undefined> {
+    return this.files.get(`${sessionId}/${name}`);
+  }
+}
+
 /** A clock that stands still until moved. */
 export class ManualClock implements Clock {
   private current = Date.now();
@@ -127,6 +141,8 @@ export interface CoreFixture {
   clock: ManualClock;
   snapshots: SnapshotService;
   forks: ForkService;
+  desktop: DesktopTools;
+  thumbnails: MemoryThumbnails;
   contract(extra?: Record<string, unknown>): SessionContract;
   close(): void;
 }
@@ -175,8 +191,11 @@ export function coreFixture(options: { maxBranches?: number; concurrency?: numbe
     ...(options.maxBranches === undefined ? {} : { maxBranches: options.maxBranches }),
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
   });
-  const executor = new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks));
-  const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor, approvals });
+  const thumbnails = new MemoryThumbnails();
+  const takeovers: DesktopTakeovers = new DesktopTakeovers({ store, frames: thumbnails, capture: (sessionId) => desktop.capture(sessionId), clock, frameIntervalMs: 50 });
+  const desktop: DesktopTools = new DesktopTools(sessions, driver, thumbnails, takeovers);
+  const executor = new ToolExecutor(sessions, driver, new LineageTools(snapshots, forks), desktop);
+  const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor, approvals, desktop });
   return {
     dir,
     driver,
@@ -190,6 +209,8 @@ export function coreFixture(options: { maxBranches?: number; concurrency?: numbe
     clock,
     snapshots,
     forks,
+    desktop,
+    thumbnails,
     contract: (extra = {}) => parseContract({ version: 1, ...extra }),
     close() {
       store.close();

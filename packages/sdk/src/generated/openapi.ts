@@ -1238,6 +1238,476 @@ export interface paths {
         };
         trace?: never;
     };
+    "/v1/sessions/{id}/desktop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** the display: whether the session has one (available), width, height, the takeover in progress (or null) and the path of the live view */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/desktop/actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** one mouse or keyboard action, through the airlock (tool desktop.act) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["desktop_act_arguments"];
+                };
+            };
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description completed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ToolCallOutcome"];
+                    };
+                };
+                /** @description held for approval */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ToolCallOutcome"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/desktop/screenshot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** the screen as PNG, through the airlock (tool desktop.screenshot); 202 with the approval when held */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description the screen */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "image/png": string;
+                    };
+                };
+                /** @description held for approval */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ToolCallOutcome"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/desktop/takeover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** take the desktop over: agent actions wait (reason TAKEOVER) until it is handed back; recorded */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        by?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description taken over */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** hand the desktop back */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/desktop/takeovers/{takeoverId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                takeoverId: string;
+            };
+            cookie?: never;
+        };
+        /** a takeover's recording: frames (thumbnail names) and input events */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    takeoverId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/desktop/thumbnails/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        /** a kept screen thumbnail (PNG): a desktop call's, named by its call id, or a takeover frame */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/desktop/vnc": {
+        parameters: {
+            query?: {
+                takeover?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** WebSocket: the display's VNC stream (RFB 3.8, security None), view-only unless ?takeover= names the takeover in progress */
+        get: {
+            parameters: {
+                query?: {
+                    takeover?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/exec": {
         parameters: {
             query?: {
@@ -2083,7 +2553,7 @@ export interface paths {
             header?: never;
             path: {
                 id: string;
-                tool: "exec" | "files.read" | "files.write" | "files.edit" | "files.list" | "files.stat" | "files.remove" | "files.mkdir" | "snapshot" | "fork";
+                tool: "exec" | "files.read" | "files.write" | "files.edit" | "files.list" | "files.stat" | "files.remove" | "files.mkdir" | "snapshot" | "fork" | "desktop.screenshot" | "desktop.act";
             };
             cookie?: never;
         };
@@ -2096,7 +2566,7 @@ export interface paths {
                 header?: never;
                 path: {
                     id: string;
-                    tool: "exec" | "files.read" | "files.write" | "files.edit" | "files.list" | "files.stat" | "files.remove" | "files.mkdir" | "snapshot" | "fork";
+                    tool: "exec" | "files.read" | "files.write" | "files.edit" | "files.list" | "files.stat" | "files.remove" | "files.mkdir" | "snapshot" | "fork" | "desktop.screenshot" | "desktop.act";
                 };
                 cookie?: never;
             };
@@ -2627,10 +3097,93 @@ export interface components {
             /** @enum {string} */
             mode?: "machine" | "per-call";
         };
+        desktop_act_arguments: {
+            /** @constant */
+            action: "click";
+            /**
+             * @default left
+             * @enum {string}
+             */
+            button: "left" | "middle" | "right";
+            /** @default 1 */
+            count: number;
+            /** @description keys held during the click, e.g. "shift" or "ctrl+shift" */
+            modifiers?: string;
+            x: number;
+            y: number;
+        } | {
+            /** @constant */
+            action: "double_click";
+            /** @description keys held during the click, e.g. "shift" or "ctrl+shift" */
+            modifiers?: string;
+            x: number;
+            y: number;
+        } | {
+            /** @constant */
+            action: "right_click";
+            /** @description keys held during the click, e.g. "shift" or "ctrl+shift" */
+            modifiers?: string;
+            x: number;
+            y: number;
+        } | {
+            /** @constant */
+            action: "move";
+            x: number;
+            y: number;
+        } | {
+            /** @constant */
+            action: "drag";
+            toX: number;
+            toY: number;
+            x: number;
+            y: number;
+        } | {
+            /** @constant */
+            action: "scroll";
+            /** @default 0 */
+            dx: number;
+            /** @default 0 */
+            dy: number;
+            x: number;
+            y: number;
+        } | {
+            /** @constant */
+            action: "type";
+            text: string;
+        } | {
+            /** @constant */
+            action: "key";
+            holdMs?: number;
+            keys: string;
+        } | {
+            /** @constant */
+            action: "wait";
+            ms: number;
+        } | {
+            /** @constant */
+            action: "mouse_down";
+            /**
+             * @default left
+             * @enum {string}
+             */
+            button: "left" | "middle" | "right";
+        } | {
+            /** @constant */
+            action: "mouse_up";
+            /**
+             * @default left
+             * @enum {string}
+             */
+            button: "left" | "middle" | "right";
+        } | {
+            /** @constant */
+            action: "cursor_position";
+        };
+        desktop_screenshot_arguments: Record<string, never>;
         Error: {
             error: {
                 /** @enum {string} */
-                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "LOGIN_EXPIRED" | "CSRF_REJECTED" | "ORIGIN_FORBIDDEN" | "HOST_FORBIDDEN" | "POLICY_DENIED" | "FILE_ACCESS_DENIED" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "SECRET_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "FILE_CHANGED" | "SANDBOX_INCOMPATIBLE" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "SNAPSHOT_INCOMPATIBLE" | "DISK_FULL" | "PORT_UNREACHABLE" | "NOT_AVAILABLE" | "DRIVER_UNAVAILABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "SANDBOX_NOT_ANSWERING" | "AUDIT_UNAVAILABLE" | "INTERNAL";
+                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "LOGIN_EXPIRED" | "CSRF_REJECTED" | "ORIGIN_FORBIDDEN" | "HOST_FORBIDDEN" | "POLICY_DENIED" | "FILE_ACCESS_DENIED" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "SECRET_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "DESKTOP_UNAVAILABLE" | "SCREEN_CHANGED" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "FILE_CHANGED" | "SANDBOX_INCOMPATIBLE" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "SNAPSHOT_INCOMPATIBLE" | "DISK_FULL" | "PORT_UNREACHABLE" | "NOT_AVAILABLE" | "DRIVER_UNAVAILABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "SANDBOX_NOT_ANSWERING" | "AUDIT_UNAVAILABLE" | "INTERNAL";
                 details?: Record<string, never>;
                 message: string;
             };

@@ -70,7 +70,14 @@ export function registerToolRoutes(app: FastifyInstance, services: AirlockServic
     };
     const line = (value: unknown) => {
       start();
+      if (reply.raw.destroyed) return;
       reply.raw.write(`${JSON.stringify(value)}\n`);
+      // A client that stops reading must not make the server hold the command's output: past the
+      // bound the connection is cut, which (like any disconnect of a streamed exec) stops the command.
+      if (reply.raw.writableLength > MAX_UNSENT_STREAM_BYTES) {
+        abort.abort();
+        reply.raw.destroy();
+      }
     };
     try {
       const outcome = await services.pipeline.submit(request.params.id, 'exec', withoutTransportFields(body), {
@@ -92,6 +99,9 @@ export function registerToolRoutes(app: FastifyInstance, services: AirlockServic
     }
   });
 }
+
+/** Output a streamed exec may have waiting for a slow client before the connection is cut. */
+const MAX_UNSENT_STREAM_BYTES = 16 * 1024 * 1024;
 
 function objectBody(body: unknown): Record<string, unknown> {
   if (body === undefined || body === null) return {};

@@ -27,7 +27,8 @@ import { FakeFiles } from './fake-files.js';
 /** Answer of the fake to one exec. */
 export interface FakeExecAnswer {
   exitCode?: number;
-  stdout?: string;
+  /** text, or bytes for binary output */
+  stdout?: string | Buffer;
   stderr?: string;
   /** the pid a detached command reports */
   pid?: number;
@@ -149,7 +150,7 @@ export class FakeDriver implements SandboxDriver {
   private answer(sandboxId: string, request: ExecRequest): ExecOutcome {
     this.execs.push({ sandboxId, argv: request.argv, ...(request.detach ? { detach: request.detach } : {}) });
     const answer = this.handler(request.argv);
-    if (answer.stdout) request.onStdout?.(Buffer.from(answer.stdout));
+    if (answer.stdout) request.onStdout?.(Buffer.isBuffer(answer.stdout) ? answer.stdout : Buffer.from(answer.stdout));
     if (answer.stderr) request.onStderr?.(Buffer.from(answer.stderr));
     return { exitCode: answer.exitCode ?? 0, timedOut: false, aborted: false, durationMs: 1, ...(request.detach && answer.pid ? { pid: answer.pid } : {}) };
   }

@@ -21,8 +21,9 @@ describe('tracing of tool calls', () => {
       sessions: fx.sessions,
       authorizer: fx.authorizer,
       analyzeCommand: (input) => ({ programs: input.argv ?? [], analysable: true, reasons: [] }),
-      executor: new ToolExecutor(fx.sessions, fx.driver, new LineageTools(fx.snapshots, fx.forks)),
+      executor: new ToolExecutor(fx.sessions, fx.driver, new LineageTools(fx.snapshots, fx.forks), fx.desktop),
       approvals: new ApprovalService(fx.store),
+      desktop: fx.desktop,
       tracer: { record: (span) => spans.push(span) },
     });
   });

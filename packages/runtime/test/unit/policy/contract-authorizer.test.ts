@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ContractAuthorizer } from '../../../src/policy/contract-authorizer.js';
 import { parseContract } from '../../../src/policy/session-contract.js';
-import type { AuthorizationContext } from '../../../src/core/authorizer.js';
+import { NO_DESKTOP_CONTEXT, type AuthorizationContext } from '../../../src/core/authorizer.js';
 import type { SessionRecord } from '../../../src/core/session.js';
 
 let sessions = 0;
@@ -12,7 +12,7 @@ function sessionWith(contract: Record<string, unknown>): SessionRecord {
 }
 
 function call(tool: AuthorizationContext['tool'], extra: Partial<AuthorizationContext> = {}): AuthorizationContext {
-  return { tool, command: '', programs: [], argv: [], analysable: true, analysisNotes: [], path: '', cwd: '', tenant: 'default', callCount: 0, identicalFailures: 0, branches: 0, access: 'none', env: {}, ...extra };
+  return { tool, command: '', programs: [], argv: [], analysable: true, analysisNotes: [], path: '', cwd: '', tenant: 'default', callCount: 0, identicalFailures: 0, branches: 0, access: 'none', env: {}, desktop: NO_DESKTOP_CONTEXT, ...extra };
 }
 
 test('a tool missing from the contract is denied before any policy, naming the tools it has', () => {
