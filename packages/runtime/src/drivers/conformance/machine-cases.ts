@@ -28,8 +28,13 @@ export function machineCases(getContext: () => ConformanceContext): void {
       const health = await driver.health(handle);
       assert.equal(health.answering, true, JSON.stringify(health));
       const pid = Number(await shOk(driver, handle, 'sleep 401 >/dev/null 2>&1 & echo $!'));
-      const processes = await driver.processes(handle);
-      assert.ok(processes.some((entry) => entry.pid === pid && entry.argv.join(' ') === 'sleep 401'), JSON.stringify(processes.map((entry) => entry.argv)));
+      // The background child may still be the shell's fork for a moment before it execs sleep.
+      await eventually(
+        async () => (await driver.processes(handle)).map((entry) => `${entry.pid} ${entry.argv.join(' ')}`),
+        (listed) => listed.includes(`${pid} sleep 401`),
+        10_000,
+        'the process list',
+      );
       await driver.signal(handle, pid, 'TERM');
       await eventually(async () => (await driver.processes(handle)).some((entry) => entry.pid === pid && entry.state !== 'Z'), (present) => !present, 5_000, 'the signalled process');
       await assert.rejects(driver.signal(handle, 1, 'KILL'), { code: 'INVALID_ARGUMENTS' });
