@@ -34,7 +34,8 @@ export function registerHostCommands(program: Command): void {
     .option('--log', 'log every request')
     .option('--allowed-origin <url>', 'let web pages of this origin call the server (repeatable; also AIRLOCK_ALLOWED_ORIGINS, comma-separated)', collect, [])
     .option('--allowed-host <name>', 'accept this name (NAME or NAME:PORT) in the Host header, e.g. behind a reverse proxy (repeatable; also AIRLOCK_ALLOWED_HOSTS)', collect, [])
-    .action(async (options: { dataDir: string; listen: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[] }) => {
+    .option('--objects <s3-url>', 'keep snapshots and suspended disks in object storage, s3://BUCKET[/prefix] (endpoint, region, credentials: AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)', process.env['AIRLOCK_OBJECTS_URL'])
+    .action(async (options: { dataDir: string; listen: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[]; objects?: string }) => {
       const { host, port } = await parseListen(options.listen);
       const server = await (await runtime()).startServer({
         dataDir: options.dataDir,
@@ -43,9 +44,11 @@ export function registerHostCommands(program: Command): void {
         logger: Boolean(options.log),
         allowedOrigins: options.allowedOrigin,
         allowedHosts: options.allowedHost,
+        ...(options.objects ? { objects: options.objects } : {}),
       });
       const r = server.reconciled;
       process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root})\n`);
+      if (server.objects) process.stderr.write(`airlock: snapshots in object storage ${server.objects.description}\n`);
       if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);
       process.stderr.write(`airlock: export AIRLOCK_URL=${server.url} AIRLOCK_TOKEN=${server.token}\n`);
       if (r.adopted.length + r.rolledBack.length + r.completed.length + r.failed.length + r.orphansRemoved.length > 0) {

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync, renameSync, chmodSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 
 /** Paths inside a data dir. */
@@ -12,6 +12,8 @@ export interface DataDirLayout {
   root: string;
   database: string;
   tokenFile: string;
+  /** this installation's identity among the nodes sharing a bucket (its upload intents carry it) */
+  nodeIdFile: string;
   images: string;
   disks: string;
   sandboxes: string;
@@ -39,6 +41,7 @@ export function openDataDir(root: string): DataDirLayout {
     root: abs,
     database: join(abs, 'airlock.db'),
     tokenFile: join(abs, 'token'),
+    nodeIdFile: join(abs, 'node-id'),
     // images may be shared by several data dirs (e.g. test installations): AIRLOCK_IMAGES_DIR
     images: process.env['AIRLOCK_IMAGES_DIR'] ? resolve(process.env['AIRLOCK_IMAGES_DIR']) : join(abs, 'images'),
     disks: join(abs, 'disks'),
@@ -73,4 +76,19 @@ export function readStoredToken(root: string = defaultDataDir()): string | undef
   } catch {
     return undefined;
   }
+}
+
+/** The data dir's node id: made once (`node-<hostname>-<random>`) and kept, so that a restarted node knows its own leftovers. */
+export function loadOrCreateNodeId(layout: DataDirLayout): string {
+  try {
+    const stored = readFileSync(layout.nodeIdFile, 'utf8').trim();
+    if (/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(stored)) return stored;
+  } catch {
+    // none yet
+  }
+  const host = hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 40) || 'host';
+  const id = `node-${host}-${randomBytes(4).toString('hex')}`;
+  writeFileSync(`${layout.nodeIdFile}.tmp`, `${id}\n`);
+  renameSync(`${layout.nodeIdFile}.tmp`, layout.nodeIdFile);
+  return id;
 }

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { openDataDir, loadOrCreateToken, defaultCacheDir, type DataDirLayout } from './data-dir.js';
+import { openDataDir, loadOrCreateToken, loadOrCreateNodeId, defaultCacheDir, type DataDirLayout } from './data-dir.js';
 import { SqliteStore } from './stores/sqlite/sqlite-store.js';
 import { GvisorDriver } from './drivers/gvisor/index.js';
 import { LoopDisks } from './storage/loop-disks.js';
@@ -38,6 +38,12 @@ import { wireEgress } from './egress/egress-wiring.js';
 import type { EgressConfig } from './egress/egress-config.js';
 import type { ApprovalRecord } from './core/approval.js';
 import { ContractUpdates } from './core/contract-updates.js';
+import type { SnapshotArtifacts } from './core/snapshot-artifacts.js';
+import { AirlockError } from './core/errors.js';
+import { parseObjectStorageUrl, type ObjectStorageLocation } from './objects/object-storage-url.js';
+import { S3ObjectStore } from './objects/s3-object-store.js';
+import { ObjectSnapshotArtifacts } from './objects/object-snapshot-artifacts.js';
+import type { DiskImages } from './objects/disk-images.js';
 import { join } from 'node:path';
 import { tapAuditAppends } from './api/audit-tap.js';
 import { ActivityFeed } from './api/activity-feed.js';
@@ -68,6 +74,13 @@ export interface ServeOptions {
   idleTickMs?: number;
   /** egress gateway settings; default: the file named by $AIRLOCK_EGRESS_CONFIG, if any */
   egress?: EgressConfig;
+  /**
+   * object storage for snapshots and suspended disks, `s3://BUCKET[/prefix]` (default
+   * $AIRLOCK_OBJECTS_URL; endpoint, region and credentials from the AWS environment); none: this host only
+   */
+  objects?: string;
+  /** how often unreferenced chunks are collected; default $AIRLOCK_OBJECTS_COLLECT_SECONDS, else 600 s */
+  collectIntervalMs?: number;
   /** the built web console; default: packages/console/dist/web */
   consoleDir?: string;
   /** lifetime of a console login; default $AIRLOCK_CONSOLE_LOGIN_SECONDS, else 12 hours */
@@ -87,6 +100,8 @@ export interface RunningServer {
   services: AirlockServices;
   reconciled: ReconcileReport;
   http: FastifyInstance;
+  /** the object-storage side of snapshots, when `objects` was given */
+  objects: ObjectSnapshotArtifacts | undefined;
   close(): Promise<void>;
 }
 
@@ -101,16 +116,20 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const allowedOrigins = [...(options.allowedOrigins ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_ORIGINS'])].map(normalizeAllowedOrigin);
   const allowedHosts = [...(options.allowedHosts ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_HOSTS'])];
   allowedHosts.forEach(parseAllowedHost);
+  // Likewise a bad --objects, AWS environment or unreachable bucket is refused before the data dir is touched.
+  const objectsUrl = options.objects ?? process.env['AIRLOCK_OBJECTS_URL'];
+  const objectStore = objectsUrl ? await connectObjectStore(parseObjectStorageUrl(objectsUrl)) : undefined;
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
   const driver = options.driver ?? new GvisorDriver({ stateRoot: join(layout.root, 'runsc'), sandboxesDir: layout.sandboxes });
   await driver.checkHost();
+  const disks = options.disks ?? new LoopDisks({ root: layout.disks });
+  const objects = objectStore ? openObjectStorage(objectStore, layout, disks) : undefined;
   // Every audit record, once committed, also feeds the console's live event streams.
   const activity = new ActivityFeed();
   const store = tapAuditAppends(new SqliteStore(layout.database), (record) => activity.publish({ kind: 'audit', record }));
-  const disks = options.disks ?? new LoopDisks({ root: layout.disks });
   const images = options.images ?? openImageCatalog(layout);
-  const artifacts = new SnapshotDirectory(layout.snapshots);
+  const artifacts: SnapshotArtifacts = objects ?? new SnapshotDirectory(layout.snapshots);
   // Bound once the session service exists; the gateway only asks for it when a connection needs a human.
   let approvals: ApprovalService;
   const egress = wireEgress({ root: layout.root, store, approvals: () => approvals, ...(options.egress ? { config: options.egress } : {}) });
@@ -151,6 +170,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   approvals.resumeAfterRestart();
   const live = store.listSessions().filter((session) => session.state !== 'terminated' && session.state !== 'failed');
   await egress.networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
+  // What an earlier life of this node (or a dead one) left is collected now, not at the first tick.
+  objects?.collectInBackground();
+  objects?.startCollector(options.collectIntervalMs ?? (Number.parseInt(process.env['AIRLOCK_OBJECTS_COLLECT_SECONDS'] ?? '', 10) || 600) * 1000);
   const retention = snapshots.startRetentionSweeper(60_000, (error) => process.stderr.write(`airlock: snapshot retention sweep failed: ${error instanceof Error ? error.message : String(error)}\n`));
   // A short tick: the pause depth is meant to follow idleness within a fraction of a second.
   const sleeper = new IdleSleeper(sessions, {
@@ -201,6 +223,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     services,
     reconciled,
     http,
+    objects,
     async close() {
       retention.stop();
       await sleeper.stop();
@@ -210,7 +233,41 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await tracer?.flush();
       // Sandboxes keep running, with no way out until the next start reopens their gateways (fail closed).
       await egress.gateway.closeAll();
+      await objects?.close();
       store.close();
     },
   };
+}
+
+/** Snapshot artifacts in object storage when asked for (checked reachable now, so a bad setting fails the start). */
+/** The bucket, checked reachable now: a bad setting fails the start before anything is created. */
+async function connectObjectStore(location: ObjectStorageLocation): Promise<S3ObjectStore> {
+  const store = new S3ObjectStore(location);
+  try {
+    await store.check();
+  } catch (error) {
+    store.close();
+    throw error;
+  }
+  return store;
+}
+
+/** Snapshot artifacts in object storage, the data dir's snapshot directory as their cache. */
+function openObjectStorage(store: S3ObjectStore, layout: DataDirLayout, disks: SessionDisks): ObjectSnapshotArtifacts {
+  if (!isDiskImages(disks)) {
+    store.close();
+    throw new AirlockError('INVALID_ARGUMENTS', '--objects needs session disks whose images can be read and written (the loop-mounted disks of `airlock serve`)');
+  }
+  return new ObjectSnapshotArtifacts({
+    local: new SnapshotDirectory(layout.snapshots),
+    objects: store,
+    disks,
+    owner: loadOrCreateNodeId(layout),
+    onError: (error) => process.stderr.write(`airlock: object storage ${store.description}: ${error instanceof Error ? error.message : String(error)}\n`),
+  });
+}
+
+function isDiskImages(disks: SessionDisks): disks is SessionDisks & DiskImages {
+  const candidate = disks as Partial<DiskImages>;
+  return typeof candidate.readImage === 'function' && typeof candidate.createFromImage === 'function' && typeof candidate.savedIn === 'function';
 }

@@ -80,16 +80,19 @@ export class TestInstallation {
   private log = '';
   /** extra environment of the server and the CLI (e.g. AIRLOCK_EGRESS_CONFIG) */
   private readonly extraEnv: Record<string, string>;
+  /** extra arguments of `airlock serve` (e.g. --objects) */
+  private readonly serveArgs: string[];
 
-  private constructor(dataDir: string, extraEnv: Record<string, string> = {}) {
+  private constructor(dataDir: string, extraEnv: Record<string, string> = {}, serveArgs: string[] = []) {
     this.dataDir = dataDir;
     this.extraEnv = extraEnv;
+    this.serveArgs = serveArgs;
   }
 
-  /** Starts a server on a fresh data dir; `env` is added to the server's environment. */
-  static async start(options: { env?: Record<string, string> } = {}): Promise<TestInstallation> {
+  /** Starts a server on a fresh data dir; `env` is added to the server's environment, `serveArgs` to its command line. */
+  static async start(options: { env?: Record<string, string>; serveArgs?: string[] } = {}): Promise<TestInstallation> {
     await ensureTestImage();
-    const installation = new TestInstallation(mkdtempSync('/var/tmp/airlock-e2e-'), options.env);
+    const installation = new TestInstallation(mkdtempSync('/var/tmp/airlock-e2e-'), options.env, options.serveArgs);
     installation.port = await freePort();
     await installation.startServer();
     return installation;
@@ -108,7 +111,7 @@ export class TestInstallation {
   /** (Re)starts the server process on the same data dir and waits until it answers. */
   async startServer(): Promise<void> {
     this.log = '';
-    const child = spawn(process.execPath, [AIRLOCK_BIN, 'serve', '--data-dir', this.dataDir, '--listen', `127.0.0.1:${this.port}`], {
+    const child = spawn(process.execPath, [AIRLOCK_BIN, 'serve', '--data-dir', this.dataDir, '--listen', `127.0.0.1:${this.port}`, ...this.serveArgs], {
       env: this.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -9,7 +9,7 @@ import { AirlockError, toAirlockError } from './errors.js';
 import type { SandboxDriver, SandboxHandle } from './sandbox-driver.js';
 import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
-import type { SnapshotArtifacts } from './snapshot-artifacts.js';
+import type { SealedSnapshot, SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotReason, SnapshotRecord } from './snapshot.js';
 import type { ImageCatalog } from '../images/image-catalog.js';
 import type { SessionNetworks } from './session-networks.js';
@@ -50,19 +50,22 @@ export class MachineHibernation {
     const snapshotId = newId('snap');
     this.sessions.mark(session, 'suspend', { snapshotId });
     const imageDir = this.deps.artifacts.pathFor(snapshotId);
-    let sizeBytes = 0;
-    let checksum = '';
+    let sealed: SealedSnapshot;
     const started = Date.now();
     try {
       await this.deps.disks.sync(session.id);
       // gVisor cannot save open TCP connections: the gateway resets the session's first.
       await this.deps.networks?.quiesce(session.id);
-      await this.deps.driver.checkpoint(handle, imageDir, { leaveRunning: false });
-      ({ checksum, sizeBytes } = await this.deps.artifacts.seal(snapshotId));
+      // Paused, not stopped, until the image is sealed (with object storage: uploaded, disk included):
+      // a failure before then leaves the machine as it was, and nothing is lost.
+      await this.deps.driver.pause(handle);
+      await this.deps.driver.checkpoint(handle, imageDir, { leaveRunning: true });
+      sealed = await this.deps.artifacts.seal(snapshotId, { liveDiskOf: session.id });
     } catch (error) {
       const failure = toAirlockError(error, 'DRIVER_FAILED');
       await this.deps.artifacts.remove(snapshotId).catch(() => undefined);
       const alive = await this.deps.driver.status(handle).catch(() => 'missing' as const);
+      if (alive === 'paused') await this.deps.driver.unpause(handle).catch(() => undefined);
       if (alive === 'running' || alive === 'paused') {
         this.sessions.commit(session, { state: 'running', pendingOperation: null }, 'session.suspend-failed', {
           code: failure.code,
@@ -82,6 +85,7 @@ export class MachineHibernation {
       });
     }
     await this.deps.driver.destroy(handle).catch(() => undefined);
+    const { checksum, sizeBytes } = sealed;
     const previous = session.resumeSnapshotId;
     const snapshot = this.snapshotRecord(session, snapshotId, 'suspend', { checksum, sizeBytes, parent: previous });
     const suspended = this.deps.store.transaction(() => {
@@ -92,6 +96,7 @@ export class MachineHibernation {
         memoryImageBytes: sizeBytes,
         checksum,
         durationMs: Date.now() - started,
+        ...(sealed.uploaded ? { uploaded: sealed.uploaded } : {}),
       });
       result.meters.snapshotBytes = sizeBytes;
       // the next incarnation's cgroup counts CPU from zero
@@ -120,8 +125,16 @@ export class MachineHibernation {
       });
     }
     const started = Date.now();
-    await this.deps.artifacts.verify(snapshot.id, snapshot.checksum);
     const image = await this.deps.images.get(session.imageName);
+    // Another node (or a rebuilt image) may hold other bytes under the same name: memory restored over them would not match.
+    if (image.digest !== session.imageDigest) {
+      throw new AirlockError('INVALID_STATE', `image ${image.name} here is ${image.digest}, but session ${session.id} was suspended on ${session.imageDigest}; its memory cannot run on another root filesystem. Import the same image on this host`, {
+        details: { sessionId: session.id, expected: session.imageDigest, actual: image.digest },
+      });
+    }
+    // With object storage, what is not on this host (memory image, disk) is fetched and verified first.
+    const fetchedMemory = await this.deps.artifacts.verify(snapshot.id, snapshot.checksum);
+    const fetchedDisk = await this.deps.artifacts.prepareDisk(snapshot.id, session.id);
     await this.deps.disks.ensureMounted(session.id);
     session.generation += 1;
     this.sessions.mark(session, 'resume');
@@ -134,6 +147,7 @@ export class MachineHibernation {
         snapshotId: snapshot.id,
         sandboxId: handle.sandboxId,
         durationMs: Date.now() - started,
+        ...(fetchedMemory || fetchedDisk ? { fetched: { memory: fetchedMemory, disk: fetchedDisk } } : {}),
       });
     } catch (error) {
       const failure = toAirlockError(error, 'DRIVER_FAILED');

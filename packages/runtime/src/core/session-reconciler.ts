@@ -10,7 +10,7 @@ import type { SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { Store } from './store.js';
 import type { SessionRecord } from './session.js';
 import type { SessionService } from './session-service.js';
-import { toAirlockError } from './errors.js';
+import { isAirlockError, toAirlockError } from './errors.js';
 
 /** Something reconciliation could not fix: the server starts anyway and reports it. */
 export interface ReconcileProblem {
@@ -70,6 +70,8 @@ export async function reconcileSessions(deps: {
       try {
         await reconcileOne(session);
       } catch (error) {
+        // Object storage down says nothing about the session: it stays as it was, and the problem is reported.
+        if (isAirlockError(error, 'OBJECT_STORAGE_UNAVAILABLE')) throw error;
         const failure = toAirlockError(error);
         sessions.commit(session, { state: 'failed', pendingOperation: null, failure: { code: failure.code, message: failure.message } }, 'session.reconciled', {
           outcome: 'failed',
@@ -172,7 +174,7 @@ export async function reconcileSessions(deps: {
           return;
         }
         if (snapshotId && (await artifacts.list()).includes(snapshotId)) {
-          const { checksum, sizeBytes } = await artifacts.seal(snapshotId);
+          const { checksum, sizeBytes } = await artifacts.seal(snapshotId, { liveDiskOf: session.id });
           if (handle) await driver.destroy(handle);
           store.insertSnapshot({
             id: snapshotId, sessionId: session.id, name: null, parentSnapshotId: session.resumeSnapshotId,
@@ -204,7 +206,7 @@ export async function reconcileSessions(deps: {
       default:
         break;
     }
-    if (session.state === 'suspended' && session.resumeSnapshotId && (await artifacts.list()).includes(session.resumeSnapshotId)) {
+    if (session.state === 'suspended' && session.resumeSnapshotId && (await artifacts.has(session.resumeSnapshotId))) {
       if (session.pendingOperation) sessions.commit(session, { pendingOperation: null }, 'session.reconciled', { outcome: 'suspended' });
       return;
     }

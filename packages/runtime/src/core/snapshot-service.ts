@@ -9,7 +9,7 @@
  */
 import type { SandboxDriver } from './sandbox-driver.js';
 import type { SessionDisks } from './session-disks.js';
-import type { SnapshotArtifacts } from './snapshot-artifacts.js';
+import type { SealedSnapshot, SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotReason, SnapshotRecord } from './snapshot.js';
 import type { Store } from './store.js';
 import type { SessionService } from './session-service.js';
@@ -100,6 +100,8 @@ export class SnapshotService {
         throw new AirlockError('INVALID_STATE', `session ${sessionId} is not suspended with a memory image (it is ${session.state})`, { details: { sessionId, state: session.state } });
       }
       await this.artifacts.verify(memory.id, memory.checksum);
+      // The disk it copies must be the one the memory image belongs to (with object storage it may live elsewhere).
+      await this.artifacts.prepareDisk(memory.id, session.id);
       try {
         await this.artifacts.derive(memory.id, snapshotId);
         // Under the lock: a resume would start changing the disk the memory image belongs to.
@@ -203,14 +205,14 @@ export class SnapshotService {
     snapshotId: string,
     facts: { reason: SnapshotReason; name: string | null; parent: string | null; pausedMs: number },
   ): Promise<SnapshotRecord> {
-    let sealed: { checksum: string; sizeBytes: number };
+    let sealed: SealedSnapshot;
     try {
       sealed = await this.artifacts.seal(snapshotId);
     } catch (error) {
       await this.artifacts.remove(snapshotId).catch(() => undefined);
       throw this.failed(session, snapshotId, error);
     }
-    const record = this.record(session, snapshotId, facts.reason, { ...sealed, parent: facts.parent, name: facts.name });
+    const record = this.record(session, snapshotId, facts.reason, { checksum: sealed.checksum, sizeBytes: sealed.sizeBytes, parent: facts.parent, name: facts.name });
     const kept = this.store.transaction(() => {
       // A terminate that ran meanwhile deleted the session's snapshots; this one must not outlive it.
       if (this.store.getSession(session.id)?.state === 'terminated') return false;
@@ -227,6 +229,7 @@ export class SnapshotService {
           checksum: record.checksum,
           expiresAt: record.expiresAt,
           pausedMs: facts.pausedMs,
+          ...(sealed.uploaded ? { uploaded: sealed.uploaded } : {}),
         },
       });
       return true;

@@ -5,10 +5,11 @@
  * runaway writer fills its own disk (DISK_FULL) and never the host's.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, readdir, rm, stat, statfs, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, statfs, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AirlockError } from '../core/errors.js';
 import type { DiskUsage, SessionDisks } from '../core/session-disks.js';
+import type { DiskImages } from '../objects/disk-images.js';
 
 /** Options of LoopDisks. */
 export interface LoopDisksOptions {
@@ -19,9 +20,12 @@ export interface LoopDisksOptions {
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const IMAGE = 'disk.ext4';
 const MOUNT = 'mnt';
+/** beside the image: the snapshot it was last saved into (object storage) */
+const SAVED_IN = 'saved-in';
+const SNAPSHOT_ID = /^[a-z]+_[0-9a-z]+$/;
 
 /** SessionDisks on loop-mounted sparse ext4 images (needs root, mkfs.ext4, mount, losetup). */
-export class LoopDisks implements SessionDisks {
+export class LoopDisks implements SessionDisks, DiskImages {
   readonly root: string;
 
   constructor(options: LoopDisksOptions) {
@@ -101,6 +105,54 @@ export class LoopDisks implements SessionDisks {
       throw diskError(error, `creating the disk of session ${sessionId} from the snapshot copy ${sourcePath}`);
     }
     return join(to, MOUNT);
+  }
+
+  async has(sessionId: string): Promise<boolean> {
+    return exists(join(this.dirOf(sessionId), IMAGE));
+  }
+
+  async readImage<T>(sessionId: string, read: (imagePath: string, sizeBytes: number) => Promise<T>): Promise<T> {
+    const source = await this.ensureMounted(sessionId);
+    const image = join(this.dirOf(sessionId), IMAGE);
+    // Frozen: the journal is flushed into the image and writers wait, so every byte read is of one instant.
+    await run('fsfreeze', ['--freeze', source]).catch((error: unknown) => {
+      throw diskError(error, `freezing the disk of session ${sessionId} to read it`);
+    });
+    try {
+      return await read(image, (await stat(image)).size);
+    } finally {
+      await run('fsfreeze', ['--unfreeze', source]);
+    }
+  }
+
+  async createFromImage(sessionId: string, write: (imagePath: string) => Promise<void>): Promise<string> {
+    const dir = this.dirOf(sessionId);
+    if (await exists(join(dir, IMAGE))) {
+      throw new AirlockError('INVALID_STATE', `session ${sessionId} already has a disk; destroy it first`);
+    }
+    await mkdir(join(dir, MOUNT), { recursive: true });
+    const partial = join(dir, `${IMAGE}.partial`);
+    try {
+      await rm(partial, { force: true });
+      await write(partial);
+      await rename(partial, join(dir, IMAGE));
+      await this.mount(sessionId);
+    } catch (error) {
+      await this.destroy(sessionId).catch(() => undefined);
+      throw diskError(error, `creating the disk of session ${sessionId} from object storage`);
+    }
+    return join(dir, MOUNT);
+  }
+
+  async savedIn(sessionId: string): Promise<string | undefined> {
+    const text = await readFile(join(this.dirOf(sessionId), SAVED_IN), 'utf8').catch(() => '');
+    return SNAPSHOT_ID.test(text.trim()) ? text.trim() : undefined;
+  }
+
+  async recordSavedIn(sessionId: string, snapshotId: string): Promise<void> {
+    const path = join(this.dirOf(sessionId), SAVED_IN);
+    await writeFile(`${path}.tmp`, snapshotId);
+    await rename(`${path}.tmp`, path);
   }
 
   async sync(sessionId: string): Promise<void> {

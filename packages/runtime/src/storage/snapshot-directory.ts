@@ -9,7 +9,7 @@ import { createReadStream } from 'node:fs';
 import { link, mkdir, readdir, readFile, rm, stat, writeFile, rename } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { AirlockError } from '../core/errors.js';
-import type { SnapshotArtifacts } from '../core/snapshot-artifacts.js';
+import type { ArtifactTransfer, SealedSnapshot, SnapshotArtifacts } from '../core/snapshot-artifacts.js';
 import { sparseFileDigest } from './sparse-digest.js';
 
 /** File name of the disk copy inside a snapshot directory. */
@@ -20,6 +20,11 @@ const ID_PATTERN = /^[a-z]+_[0-9a-z]+$/;
 /** Snapshot artifacts on local disk. */
 export class SnapshotDirectory implements SnapshotArtifacts {
   constructor(private readonly root: string) {}
+
+  /** The host directory that holds every snapshot. */
+  get rootDir(): string {
+    return this.root;
+  }
 
   pathFor(snapshotId: string): string {
     if (!ID_PATTERN.test(snapshotId)) throw new AirlockError('INVALID_ARGUMENTS', `bad snapshot id ${JSON.stringify(snapshotId)}`);
@@ -47,18 +52,24 @@ export class SnapshotDirectory implements SnapshotArtifacts {
     }
   }
 
-  async seal(snapshotId: string): Promise<{ checksum: string; sizeBytes: number }> {
-    const { checksum, sizeBytes } = await digestTree(this.pathFor(snapshotId));
-    const sealPath = `${this.pathFor(snapshotId)}.seal.json`;
-    await writeFile(`${sealPath}.tmp`, JSON.stringify({ checksum, sizeBytes, sealedAt: new Date().toISOString() }));
-    await rename(`${sealPath}.tmp`, sealPath);
+  /** The live disk (`liveDiskOf`) stays where it is: without object storage nothing else needs it. */
+  async seal(snapshotId: string, _options: { liveDiskOf?: string } = {}): Promise<SealedSnapshot> {
+    const { checksum, sizeBytes } = await snapshotTreeDigest(this.pathFor(snapshotId));
+    await this.writeSeal(snapshotId, { checksum, sizeBytes });
     return { checksum, sizeBytes };
   }
 
-  async verify(snapshotId: string, checksum: string): Promise<void> {
+  /** Records a seal computed elsewhere (a snapshot fetched from object storage and verified). */
+  async writeSeal(snapshotId: string, sealed: { checksum: string; sizeBytes: number }): Promise<void> {
+    const sealPath = `${this.pathFor(snapshotId)}.seal.json`;
+    await writeFile(`${sealPath}.tmp`, JSON.stringify({ checksum: sealed.checksum, sizeBytes: sealed.sizeBytes, sealedAt: new Date().toISOString() }));
+    await rename(`${sealPath}.tmp`, sealPath);
+  }
+
+  async verify(snapshotId: string, checksum: string): Promise<ArtifactTransfer | null> {
     let actual: string;
     try {
-      actual = (await digestTree(this.pathFor(snapshotId))).checksum;
+      actual = (await snapshotTreeDigest(this.pathFor(snapshotId))).checksum;
     } catch (error) {
       throw new AirlockError('SNAPSHOT_CORRUPT', `snapshot ${snapshotId} is missing or unreadable on disk; it cannot be restored`, { cause: error, details: { snapshotId } });
     }
@@ -69,6 +80,20 @@ export class SnapshotDirectory implements SnapshotArtifacts {
         { details: { snapshotId, expected: checksum, actual } },
       );
     }
+    return null;
+  }
+
+  async prepareDisk(): Promise<ArtifactTransfer | null> {
+    // Without object storage the session's live disk is the only copy there is.
+    return null;
+  }
+
+  /** True when the snapshot's directory exists on this host. */
+  async has(snapshotId: string): Promise<boolean> {
+    return stat(this.pathFor(snapshotId)).then(
+      (info) => info.isDirectory(),
+      () => false,
+    );
   }
 
   async remove(snapshotId: string): Promise<void> {
@@ -115,10 +140,10 @@ export class SnapshotDirectory implements SnapshotArtifacts {
  * it holds, not 2 GiB of reads. The size reported is what the files take on
  * the host (allocated blocks), not their apparent size.
  */
-async function digestTree(dir: string): Promise<{ checksum: string; sizeBytes: number }> {
+export async function snapshotTreeDigest(dir: string): Promise<{ checksum: string; sizeBytes: number }> {
   const files = await listFiles(dir);
   if (files.length === 0) throw new Error(`${dir} holds no files`);
-  const tree = createHash('sha256');
+  const entries: { path: string; size: number; digest: string }[] = [];
   let sizeBytes = 0;
   for (const file of files) {
     const info = await stat(file);
@@ -130,12 +155,25 @@ async function digestTree(dir: string): Promise<{ checksum: string; sizeBytes: n
       for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) content.update(chunk as Buffer);
       digest = content.digest('hex');
     }
-    tree.update(`${relative(dir, file)}\0${info.size}\0${digest}\n`);
+    entries.push({ path: relative(dir, file), size: info.size, digest });
   }
-  return { checksum: `sha256:${tree.digest('hex')}`, sizeBytes };
+  return { checksum: treeChecksum(entries), sizeBytes };
 }
 
-async function listFiles(dir: string): Promise<string[]> {
+/**
+ * The checksum of a tree from each file's path (relative), apparent size and
+ * digest (hex sha256 of its content; the sparse digest for `*.ext4`), in
+ * sorted path order: what `snapshotTreeDigest` computes by reading the files,
+ * and what a fetch computes from the chunks it wrote.
+ */
+export function treeChecksum(files: { path: string; size: number; digest: string }[]): string {
+  const tree = createHash('sha256');
+  for (const file of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) tree.update(`${file.path}\0${file.size}\0${file.digest}\n`);
+  return `sha256:${tree.digest('hex')}`;
+}
+
+/** Every file under `dir`, in sorted path order. */
+export async function listFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const full = join(dir, entry.name);

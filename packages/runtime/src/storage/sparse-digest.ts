@@ -12,6 +12,15 @@ import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 
 const CHUNK = 1024 * 1024;
+/** The chunk size the digest is defined over; object storage cuts disk images at the same boundaries. */
+export const SPARSE_DIGEST_CHUNK_BYTES = CHUNK;
+
+/** The digest from the sha256 of each non-zero chunk, by chunk index (what `sparseFileDigest` computes from the file). */
+export function sparseDigestOf(chunks: Iterable<{ index: number; sha256: string }>): string {
+  const tree = createHash('sha256');
+  for (const chunk of [...chunks].sort((a, b) => a.index - b.index)) tree.update(`${chunk.index}\0${chunk.sha256}\n`);
+  return `sparse:${tree.digest('hex')}`;
+}
 
 /** `sparse:<hex>` over the non-zero 1 MiB chunks of `path` (of `size` bytes). */
 export async function sparseFileDigest(path: string, size: number): Promise<string> {
@@ -21,7 +30,7 @@ export async function sparseFileDigest(path: string, size: number): Promise<stri
     const last = Math.floor((Math.min(range.end, size) - 1) / CHUNK);
     for (let index = Math.floor(range.start / CHUNK); index <= last; index++) chunks.add(index);
   }
-  const tree = createHash('sha256');
+  const digests: { index: number; sha256: string }[] = [];
   const buffer = Buffer.alloc(CHUNK);
   const zeros = Buffer.alloc(CHUNK);
   const file = await open(path, 'r');
@@ -36,16 +45,16 @@ export async function sparseFileDigest(path: string, size: number): Promise<stri
       }
       const chunk = buffer.subarray(0, length);
       if (chunk.equals(zeros.subarray(0, length))) continue;
-      tree.update(`${index}\0${createHash('sha256').update(chunk).digest('hex')}\n`);
+      digests.push({ index, sha256: createHash('sha256').update(chunk).digest('hex') });
     }
   } finally {
     await file.close();
   }
-  return `sparse:${tree.digest('hex')}`;
+  return sparseDigestOf(digests);
 }
 
 /** Byte ranges of `path` that hold data, from its extent map; undefined when the map is unavailable. */
-async function dataRanges(path: string): Promise<{ start: number; end: number }[] | undefined> {
+export async function dataRanges(path: string): Promise<{ start: number; end: number }[] | undefined> {
   const output = await new Promise<string | undefined>((resolve) => {
     // -s syncs the file first, so delayed allocations show up as extents.
     execFile('filefrag', ['-s', '-v', path], { timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout) => resolve(error ? undefined : String(stdout)));

@@ -132,6 +132,7 @@ export interface CoreFixture {
   driver: FakeDriver;
   store: SqliteStore;
   disks: DirectoryDisks;
+  images: StaticImages;
   sessions: SessionService;
   approvals: ApprovalService;
   pipeline: ToolPipeline;
@@ -201,6 +202,7 @@ export function coreFixture(options: { maxBranches?: number; concurrency?: numbe
     driver,
     store,
     disks,
+    images,
     sessions,
     approvals,
     pipeline,

@@ -61,6 +61,40 @@ describe('SessionService', () => {
     assert.deepEqual(left, [], 'no half snapshot is left behind');
   });
 
+  it('keeps the machine running, not paused, when sealing (uploading) the image fails, and says why', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    const seen: string[] = [];
+    fx.artifacts.seal = async (snapshotId, options) => {
+      seen.push(`seal:${fx.driver.sandboxes.get(session.sandbox?.sandboxId ?? '')}:${options?.liveDiskOf ?? ''}`);
+      throw new AirlockError('OBJECT_STORAGE_UNAVAILABLE', `object storage s3://bucket: writing ${snapshotId} failed: cannot reach it`);
+    };
+    await assert.rejects(fx.sessions.suspend(session.id), (error: AirlockError) => {
+      assert.equal(error.code, 'OBJECT_STORAGE_UNAVAILABLE');
+      assert.match(error.message, /^suspend of session .* failed: object storage/);
+      assert.equal(error.details['stillRunning'], true);
+      return true;
+    });
+    assert.deepEqual(seen, [`seal:paused:${session.id}`], 'the machine was paused, not stopped, while its image was sealed');
+    assert.equal(fx.driver.sandboxes.get(session.sandbox?.sandboxId ?? ''), 'running');
+    const after = fx.sessions.get(session.id);
+    assert.equal(after.state, 'running');
+    assert.equal(after.pendingOperation, null);
+    const failed = fx.store.listAudit(session.id, { types: ['session.suspend-failed'] });
+    assert.equal(failed.at(-1)?.data['code'], 'OBJECT_STORAGE_UNAVAILABLE');
+    assert.equal(failed.at(-1)?.data['stillRunning'], true);
+    assert.deepEqual(readdirSync(join(fx.dir, 'snapshots')), [], 'no half snapshot is left behind');
+    // and the session goes on: the next call runs on the same machine
+    assert.equal((await fx.pipeline.submit(session.id, 'exec', { argv: ['true'] })).status, 'completed');
+  });
+
+  it('refuses to resume over an image whose digest changed since the suspend, and stays suspended', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    await fx.sessions.suspend(session.id);
+    (fx.images.image as { digest: string }).digest = 'sha256:other-bytes';
+    await assert.rejects(fx.sessions.resume(session.id), { code: 'INVALID_STATE', message: /suspended on sha256:test; its memory cannot run on another root filesystem/ });
+    assert.equal(fx.sessions.get(session.id).state, 'suspended');
+  });
+
   it('refuses to resume from a snapshot altered on disk, and stays suspended', async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     const suspended = await fx.sessions.suspend(session.id);
