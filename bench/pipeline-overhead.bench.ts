@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, parseContract } from '@airlock/runtime';
 import { Sandbox } from '@airlock/sdk';
-import { GvisorDriver } from '../packages/runtime/dist/src/drivers/gvisor/index.js';
+import type { GvisorDriver } from '../packages/runtime/dist/src/drivers/gvisor/index.js';
 import { ContractAuthorizer } from '../packages/runtime/dist/src/policy/contract-authorizer.js';
 import { analyzeCommand } from '../packages/runtime/dist/src/policy/shell-analysis.js';
 import { quantile, timed } from './stats.js';
@@ -33,11 +33,12 @@ try {
     const command = commands[i % commands.length] ?? '';
     const started = process.hrtime.bigint();
     const analysis = analyzeCommand({ command });
-    authorizer.authorize(session, { tool: 'exec', command, programs: analysis.programs, argv: [], analysable: analysis.analysable, analysisNotes: analysis.reasons, path: '', cwd: '/workspace', tenant: 'acme', callCount: i, identicalFailures: 0, branches: 0, access: 'none' });
+    authorizer.authorize(session, { tool: 'exec', command, programs: analysis.programs, argv: [], analysable: analysis.analysable, analysisNotes: analysis.reasons, path: '', cwd: '/workspace', tenant: 'acme', callCount: i, identicalFailures: 0, branches: 0, access: 'none', env: {} });
     if (i >= 1000) decisions.push(Number(process.hrtime.bigint() - started) / 1e6);
   }
 
-  const driver = new GvisorDriver({ stateRoot: join(work, 'data', 'runsc') });
+  // The server's own driver: a second driver on the same state root would take over the machine's agent.
+  const driver = (server.services.sessions as unknown as { driver: GvisorDriver }).driver;
   const handle = server.services.sessions.get(sandbox.id).sandbox;
   if (!handle) throw new Error('no sandbox');
   const direct: number[] = [];

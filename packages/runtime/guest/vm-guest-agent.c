@@ -38,6 +38,7 @@
 #include "vm-guest-agent.h"
 
 int port = -1;
+int null_fd = -1;
 static const char *port_path;
 int connected;
 int synced;
@@ -220,6 +221,9 @@ int main(int argc, char **argv) {
   sigprocmask(SIG_BLOCK, &handled, NULL);
   int signals = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
   if (signals < 0) die("signalfd");
+  struct stat null_info;
+  null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0 || fstat(null_fd, &null_info) < 0 || !S_ISCHR(null_info.st_mode)) die("/dev/null is not a character device");
   port = open(port_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (port < 0) die(port_path);
   /* The port raises SIGIO when the host side connects or goes away: no polling while disconnected. */

@@ -313,11 +313,38 @@ export class SessionService {
 
   /**
    * Runs one command in a fresh sandbox over the session's disk (per-call
-   * mode, or an ephemeral call of a machine session). Holds the shared lock,
-   * so it never sees a disk in the middle of a suspend. A failed session
-   * whose disk is kept still runs these: it is how its files are recovered.
+   * mode, or an ephemeral call of a machine session).
    */
   async runEphemeral(id: string, request: Omit<ExecRequest, 'argv'> & { argv: string[] }): Promise<ExecOutcome> {
+    return this.withEphemeralSpec(id, 'run the command on the machine (without --ephemeral)', async (spec, driver) => {
+      const outcome = await driver.runOnce({ ...spec, oneShot: { argv: request.argv } }, request);
+      this.usage.chargePerCall(id, outcome.durationMs);
+      return outcome;
+    });
+  }
+
+  /**
+   * Runs `work` on a throw-away sandbox over the session's disk (file calls of
+   * per-call sessions and of failed ones), destroyed afterwards.
+   */
+  async withScratchSandbox<T>(id: string, work: (handle: SandboxHandle) => Promise<T>): Promise<T> {
+    return this.withEphemeralSpec(id, 'work on its files through the machine', async (spec, driver) => {
+      const handle = await driver.start({ ...spec, scratch: true });
+      try {
+        return await work(handle);
+      } finally {
+        await driver.destroy(handle);
+      }
+    });
+  }
+
+  /**
+   * A spec for a fresh sandbox over the session's disk, under the shared
+   * lock, so it never sees a disk in the middle of a suspend. A failed
+   * session whose disk is kept still gets one: it is how its files are
+   * recovered. `instead` says what to do when the disk is the machine's alone.
+   */
+  private async withEphemeralSpec<T>(id: string, instead: string, work: (spec: SandboxSpec, driver: SandboxDriver) => Promise<T>): Promise<T> {
     return this.locks.shared(id, async () => {
       const session = this.get(id);
       const recoverable = session.state === 'failed' && (await this.disks.list()).includes(session.id);
@@ -325,23 +352,19 @@ export class SessionService {
         requireCallableState(session);
       }
       const driver = this.driverOf(session);
-      const run = async (): Promise<ExecOutcome> => {
+      const run = async (): Promise<T> => {
         const image = await this.images.get(session.imageName);
         const spec = await this.specFor(session, image, newId('c').slice(2, 12));
         this.usage.touch(session.id);
-        const outcome = await driver.runOnce({ ...spec, oneShot: { argv: request.argv } }, request);
-        this.usage.chargePerCall(id, outcome.durationMs);
-        return outcome;
+        return work(spec, driver);
       };
       if (driver.capabilities.sharedDisk) return run();
       // A block-device disk has one user at a time: never beside the session's machine (whose kernel caches
       // it, suspended or not), and per-call sandboxes one after another.
       if (session.mode === 'machine' && session.state !== 'failed') {
-        throw new AirlockError(
-          'INVALID_STATE',
-          `session ${id} runs on the ${driver.name} driver, whose machine holds the session disk: run the command on the machine (without --ephemeral)`,
-          { details: { sessionId: id, driver: driver.name } },
-        );
+        throw new AirlockError('INVALID_STATE', `session ${id} runs on the ${driver.name} driver, whose machine holds the session disk: ${instead}`, {
+          details: { sessionId: id, driver: driver.name },
+        });
       }
       return this.locks.exclusive(`${id}#disk`, run);
     });

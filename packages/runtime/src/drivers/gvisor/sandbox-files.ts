@@ -5,6 +5,7 @@
  *   <stateDir>/rootfs/              read-only view of the image (mount point)
  *   <stateDir>/sandbox.log          stdio of runsc run/restore --detach
  *   <stateDir>/panic.log            Go panics of the sandbox, for SANDBOX_DIED reports
+ *   <stateDir>/agent/               the agent's socket (agent-endpoint.ts), bind-mounted at /.airlock/host
  *   <diskDir>/overlay/              the rootfs overlay's filestore (on the session disk)
  *   <diskDir>/workspace/            bind-mounted at /workspace
  */
@@ -12,6 +13,7 @@ import { lstat, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/pr
 import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
 import { directoryOf, type SandboxSpec } from '../../core/sandbox-driver.js';
+import { prepareAgentDirectory } from './agent-endpoint.js';
 import { buildOciSpec } from './oci-spec.js';
 import { mountRootfsView, unmountRootfsView } from './rootfs-view.js';
 
@@ -81,11 +83,10 @@ export function validateEnv(env: Record<string, string>): void {
 export async function prepareSandboxFiles(options: {
   spec: DirectorySpec;
   skeletonDir: string;
-  toolboxHostPath: string;
-  args: string[];
-  cwd: string;
+  agentHostPath: string;
   env: Record<string, string>;
-  processLimit?: number;
+  /** RLIMIT_NPROC of the agent */
+  processLimit: number;
   /** the sandbox's network namespace, when it has a network */
   netnsPath?: string;
 }): Promise<SandboxPaths> {
@@ -100,18 +101,18 @@ export async function prepareSandboxFiles(options: {
   await mkdir(paths.bundleDir, { recursive: true });
   await mkdir(paths.overlayDir, { recursive: true });
   await mkdir(paths.workspaceDir, { recursive: true });
+  const agentSocketDir = await prepareAgentDirectory(spec.stateDir);
   await mountRootfsView({ skeletonDir: options.skeletonDir, rootfsDir: spec.rootfsDir, target: paths.rootfsView });
   const config = buildOciSpec({
     sandboxId: spec.sandboxId,
     rootPath: paths.rootfsView,
     workspaceHostDir: paths.workspaceDir,
-    toolboxHostPath: options.toolboxHostPath,
+    agentHostPath: options.agentHostPath,
+    agentSocketDir,
     hostname: spec.hostname,
     env: options.env,
     resources: spec.resources,
-    args: options.args,
-    cwd: options.cwd,
-    ...(options.processLimit === undefined ? {} : { processLimit: options.processLimit }),
+    processLimit: options.processLimit,
     ...(options.netnsPath === undefined ? {} : { netnsPath: options.netnsPath, files: await existingFiles(spec) }),
   });
   await writeFile(join(paths.bundleDir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
