@@ -21,22 +21,26 @@ import { CedarPolicySet } from '../packages/runtime/src/policy/cedar-authorizer.
 import { DEFAULT_CONTRACT } from '../packages/runtime/src/policy/session-contract.js';
 import { startEgressFixture, TEST_HOSTS } from '../packages/cli/test/support/egress-fixture.js';
 import { quantile } from './stats.js';
+import { randomBytes } from 'node:crypto';
+import { AuditLog } from '../packages/runtime/src/audit/audit-log.js';
+import { systemClock } from '../packages/runtime/src/core/clock.js';
 
 const requests = Number.parseInt(process.argv[2] ?? '200', 10);
 const work = mkdtempSync('/var/tmp/airlock-egress-bench-');
 const fixture = await startEgressFixture(19);
 const store = new SqliteStore(join(work, 'bench.db'));
+const audit = new AuditLog({ key: randomBytes(32), clock: systemClock });
 const cedar = new CedarPolicySet(DEFAULT_CONTRACT);
 const SESSION = 'ses_bench';
 const network = { allowedDomains: [TEST_HOSTS.allowed, TEST_HOSTS.bound] };
 const credentials = [{ secret: 'BENCH_TOKEN', hosts: [TEST_HOSTS.bound], header: 'Authorization', format: 'Bearer {secret}' }];
 const gateway = new EgressGateway({
-  policyOf: () => ({ network, credentials, contractVersion: 1 }),
+  policyOf: async () => ({ network, credentials, contractVersion: 1 }),
   authorize: async (sessionId, host, port) => {
     const decision = cedar.authorizeConnection({ sessionId, host, port });
     return { allowed: decision.decision === 'allow', reason: decision.reason, policyIds: decision.policyIds };
   },
-  audit: (sessionId, type, data) => void store.appendAudit({ sessionId, type, data }),
+  audit: (sessionId, type, data) => void audit.appendNow(store, { sessionId, type, data }),
   secretValue: () => 'bench-token-value',
   hosts: fixture.hosts,
   upstreamCa: [readFileSync(fixture.caFile, 'utf8')],
@@ -119,12 +123,12 @@ try {
       `| ${label} | ${quantile(d, 0.5).toFixed(2)} | ${quantile(g, 0.5).toFixed(2)} | ${(quantile(g, 0.5) - quantile(d, 0.5)).toFixed(2)} | ${quantile(d, 0.99).toFixed(2)} | ${quantile(g, 0.99).toFixed(2)} | ${mbps(bulk.direct)} | ${mbps(bulk.gateway)} |`,
     );
   }
-  const audited = store.listAudit(SESSION).length;
+  const audited = (await store.listAudit(SESSION)).length;
   lines.push('', `Audit records written by the gateway during the run: ${audited}.`);
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {
   await gateway.closeAll();
-  store.close();
+  await store.close();
   await fixture.dispose();
   rmSync(work, { recursive: true, force: true });
 }

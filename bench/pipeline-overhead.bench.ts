@@ -23,7 +23,7 @@ const row = (name: string, samples: number[]) =>
 
 try {
   const sandbox = await Sandbox.create({ url: server.url, token: 'bench', contract });
-  const session = server.services.sessions.get(sandbox.id);
+  const session = await server.services.sessions.get(sandbox.id);
 
   // the decision alone, as the pipeline makes it
   const authorizer = new ContractAuthorizer();
@@ -38,8 +38,8 @@ try {
   }
 
   // The server's own driver: a second driver on the same state root would take over the machine's agent.
-  const driver = (server.services.sessions as unknown as { driver: GvisorDriver }).driver;
-  const handle = server.services.sessions.get(sandbox.id).sandbox;
+  const driver = server.services.sessions.drivers.get('gvisor') as GvisorDriver;
+  const handle = (await server.services.sessions.get(sandbox.id)).sandbox;
   if (!handle) throw new Error('no sandbox');
   const direct: number[] = [];
   const pipeline: number[] = [];
@@ -67,7 +67,7 @@ try {
   process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exitCode = 1;
 } finally {
-  for (const session of server.services.sessions.list()) {
+  for (const session of await server.services.sessions.list()) {
     if (session.state !== 'terminated') await server.services.sessions.terminate(session.id).catch(() => undefined);
   }
   await server.close();

@@ -126,7 +126,7 @@ try {
   process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exitCode = 1;
 } finally {
-  for (const session of server.services.sessions.list()) {
+  for (const session of await server.services.sessions.list()) {
     if (session.state !== 'terminated') await server.services.sessions.terminate(session.id).catch(() => undefined);
   }
   await server.close();

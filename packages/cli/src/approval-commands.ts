@@ -42,12 +42,16 @@ export function registerApprovalCommands(program: Command): void {
   }
 
   program
-    .command('audit <id> [verifyId]')
-    .usage('ID [--json] | verify ID')
-    .description('show the audit log of a session; `audit verify ID` checks its hash chain')
+    .command('audit <id> [sessionId]')
+    .usage('ID [--json] | verify ID | export ID')
+    .description('show the audit log of a session; `audit verify ID` checks its chain (exit 1 naming the first bad record or the missing tail); `audit export ID` prints the records and the signed head as JSON lines')
     .option('--json', 'print JSON')
-    .action(async (id: string, verifyId: string | undefined, options: { json?: boolean }) => {
-      if (id === 'verify' && verifyId) return verify(verifyId);
+    .action(async (id: string, sessionId: string | undefined, options: { json?: boolean }) => {
+      if (id === 'verify' && sessionId) return verify(sessionId, Boolean(options.json));
+      if (id === 'export' && sessionId) {
+        process.stdout.write(await (await Sandbox.connect(sessionId, cliConnection())).exportAudit());
+        return;
+      }
       const records = await (await Sandbox.connect(id, cliConnection())).audit();
       if (options.json) return printJson(records);
       for (const record of records) {
@@ -60,12 +64,14 @@ export function registerApprovalCommands(program: Command): void {
     });
 }
 
-async function verify(id: string): Promise<void> {
+async function verify(id: string, json: boolean): Promise<void> {
   const result = await (await Sandbox.connect(id, cliConnection())).verifyAudit();
-  if (result.ok) {
-    process.stdout.write(`ok: ${result.records} records, chain intact\n`);
-    return;
+  if (json) printJson(result);
+  else if (result.ok) {
+    const anchored = result.anchoredSeq === null ? 'no head kept outside the database on this server' : `head kept outside the database at record ${result.anchoredSeq}`;
+    process.stdout.write(`ok: ${result.records} records, chain intact (${result.authenticity === 'keyed' ? 'keyed' : result.note ?? result.authenticity}; ${anchored})\n`);
+  } else {
+    process.stdout.write(`FAILED at record ${result.problem?.seq}: ${result.problem?.kind}: ${result.problem?.message}\n`);
   }
-  process.stdout.write(`FAILED at record ${result.problem?.seq}: ${result.problem?.kind}: ${result.problem?.message}\n`);
-  process.exitCode = EXIT_FAILURE;
+  if (!result.ok) process.exitCode = EXIT_FAILURE;
 }

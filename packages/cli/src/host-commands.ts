@@ -1,7 +1,8 @@
 /**
  * Commands that run on the host itself rather than through the API:
- * `serve`, `images ...` (building a root filesystem needs the host) and
- * `contract check` (offline validation).
+ * `serve`, `images ...` (building a root filesystem needs the host),
+ * `store copy` (moving a stopped server's state) and `contract check`
+ * (offline validation).
  */
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -10,7 +11,7 @@ import { DEFAULT_LISTEN, defaultDataDir } from './connection-options.js';
 
 // The runtime (SQLite, Cedar, Fastify) loads only for the commands that need it.
 const runtime = () => import('@airlock/runtime');
-import { EXIT_USAGE, printJson, printTable } from './output.js';
+import { EXIT_FAILURE, EXIT_USAGE, printJson, printTable } from './output.js';
 
 async function parseListen(listen: string): Promise<{ host: string; port: number }> {
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(listen);
@@ -24,30 +25,34 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-/** Registers `serve`, `images` and `contract`. */
+/** Registers `serve`, `images`, `store` and `contract`. */
 export function registerHostCommands(program: Command): void {
   program
     .command('serve')
     .description('run the control plane: HTTP API, sessions, policy and audit')
     .option('--data-dir <dir>', 'where Airlock keeps its state', defaultDataDir())
     .option('--listen <host:port>', 'address to listen on', DEFAULT_LISTEN)
+    .option('--store <url>', 'keep state in PostgreSQL (postgres://USER@HOST:PORT/DB); default $AIRLOCK_STORE_URL, else SQLite in the data dir')
     .option('--log', 'log every request')
     .option('--allowed-origin <url>', 'let web pages of this origin call the server (repeatable; also AIRLOCK_ALLOWED_ORIGINS, comma-separated)', collect, [])
     .option('--allowed-host <name>', 'accept this name (NAME or NAME:PORT) in the Host header, e.g. behind a reverse proxy (repeatable; also AIRLOCK_ALLOWED_HOSTS)', collect, [])
     .option('--objects <s3-url>', 'keep snapshots and suspended disks in object storage, s3://BUCKET[/prefix] (endpoint, region, credentials: AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)', process.env['AIRLOCK_OBJECTS_URL'])
-    .action(async (options: { dataDir: string; listen: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[]; objects?: string }) => {
+    .action(async (options: { dataDir: string; listen: string; store?: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[]; objects?: string }) => {
       const { host, port } = await parseListen(options.listen);
-      const server = await (await runtime()).startServer({
+      const { startServer, redactUrl } = await runtime();
+      const storeUrl = options.store ?? process.env['AIRLOCK_STORE_URL'];
+      const server = await startServer({
         dataDir: options.dataDir,
         host,
         port,
         logger: Boolean(options.log),
         allowedOrigins: options.allowedOrigin,
         allowedHosts: options.allowedHost,
+        ...(storeUrl ? { storeUrl } : {}),
         ...(options.objects ? { objects: options.objects } : {}),
       });
       const r = server.reconciled;
-      process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root})\n`);
+      process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root}, store ${storeUrl ? redactUrl(storeUrl) : 'SQLite in the data dir'}, node ${server.nodeId})\n`);
       if (server.objects) process.stderr.write(`airlock: snapshots in object storage ${server.objects.description}\n`);
       if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);
       process.stderr.write(`airlock: export AIRLOCK_URL=${server.url} AIRLOCK_TOKEN=${server.token}\n`);
@@ -117,6 +122,44 @@ export function registerHostCommands(program: Command): void {
       process.stdout.write(`removed ${name}\n`);
     });
 
+  const store = program.command('store').description('where a server keeps its state (run on the host)');
+  store
+    .command('copy')
+    .description('copy every session, approval, snapshot record and audit chain of a stopped server into an empty PostgreSQL database, then verify every chain there')
+    .option('--data-dir <dir>', 'the data dir of the server to copy from', defaultDataDir())
+    .requiredOption('--to <url>', 'the PostgreSQL database (postgres://USER@HOST:PORT/DB)')
+    .option('--json', 'print the report as JSON')
+    .action(async (options: { dataDir: string; to: string; json?: boolean }) => {
+      const { copyStore, openAuditLog, openDataDir, loadOrCreateNodeId, runningServerPid, recordPostgresStore, SqliteStore, PostgresStore, isPostgresUrl, redactUrl, AirlockError } = await runtime();
+      if (!isPostgresUrl(options.to)) throw new AirlockError('INVALID_ARGUMENTS', `--to takes a PostgreSQL URL such as postgres://airlock@127.0.0.1:5432/airlock (got ${JSON.stringify(options.to)})`);
+      const layout = openDataDir(options.dataDir);
+      const pid = runningServerPid(layout);
+      if (pid !== undefined) throw new AirlockError('INVALID_STATE', `a server (pid ${pid}) is running on ${layout.root}; stop it first, so that nothing changes while it is copied`);
+      const source = new SqliteStore(layout.database);
+      try {
+        const { audit, anchor } = await openAuditLog(layout, source);
+        const target = await PostgresStore.open(options.to, { listen: false });
+        try {
+          const report = await copyStore(source, target, { audit, owner: loadOrCreateNodeId(layout) });
+          const bad = report.verified.filter((chain) => !chain.result.ok);
+          if (options.json) printJson(report);
+          else {
+            process.stdout.write(`copied ${report.sessions} sessions, ${report.approvals} approvals, ${report.snapshots} snapshot records and ${report.chains} audit chains (${report.records} records) to ${redactUrl(options.to)}\n`);
+            for (const chain of bad) process.stdout.write(`FAILED ${chain.sessionId || '(system)'}: record ${chain.result.problem?.seq}: ${chain.result.problem?.kind}: ${chain.result.problem?.message}\n`);
+            if (bad.length === 0) process.stdout.write(`verified: every chain intact; serve it with \`airlock serve --data-dir ${layout.root} --store ${redactUrl(options.to)}\`\n`);
+          }
+          if (bad.length > 0) process.exitCode = EXIT_FAILURE;
+          // From now on this data dir's sessions live there: a server without --store refuses to start on it.
+          else recordPostgresStore(layout, options.to);
+        } finally {
+          await target.close();
+          anchor.close();
+        }
+      } finally {
+        await source.close();
+      }
+    });
+
   const contract = program.command('contract').description('session contracts');
   contract
     .command('check <file>')
@@ -139,12 +182,12 @@ export function registerHostCommands(program: Command): void {
 
 /** A test of whether a live session of the data dir uses an image (read from the store on the host). */
 async function liveSessionsUse(dataDir: string): Promise<(imageName: string) => boolean> {
-  const { SqliteStore, openDataDir } = await runtime();
-  const store = new SqliteStore(openDataDir(dataDir).database);
+  const { openStore, openDataDir } = await runtime();
+  const store = await openStore({ url: process.env['AIRLOCK_STORE_URL'], sqlitePath: openDataDir(dataDir).database, postgres: { listen: false } });
   try {
-    const live = new Set(store.listSessions().filter((session) => session.state !== 'terminated').map((session) => session.imageName));
+    const live = new Set((await store.listSessions()).filter((session) => session.state !== 'terminated').map((session) => session.imageName));
     return (imageName) => live.has(imageName);
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -12,12 +12,20 @@ export interface DataDirLayout {
   root: string;
   database: string;
   tokenFile: string;
-  /** this installation's identity among the nodes sharing a bucket (its upload intents carry it) */
+  /** this installation's identity: the owner of the sessions it creates, and of its uploads to a shared bucket */
   nodeIdFile: string;
   images: string;
   disks: string;
   sandboxes: string;
   snapshots: string;
+  /** the audit key (0600); AIRLOCK_AUDIT_KEY_FILE overrides it, e.g. to share one key between servers */
+  auditKey: string;
+  /** chain heads kept outside the database */
+  auditHeads: string;
+  /** the pid of the server running on this data dir, while it runs */
+  pidFile: string;
+  /** which store holds this data dir's sessions (written when a server first uses PostgreSQL) */
+  storeFile: string;
   /** screen thumbnails of desktop calls and takeover frames, per session (bounded) */
   thumbnails: string;
 }
@@ -47,6 +55,10 @@ export function openDataDir(root: string): DataDirLayout {
     disks: join(abs, 'disks'),
     sandboxes: join(abs, 'sandboxes'),
     snapshots: join(abs, 'snapshots'),
+    auditKey: process.env['AIRLOCK_AUDIT_KEY_FILE'] ? resolve(process.env['AIRLOCK_AUDIT_KEY_FILE']) : join(abs, 'audit.key'),
+    auditHeads: join(abs, 'audit-heads.log'),
+    pidFile: join(abs, 'server.pid'),
+    storeFile: join(abs, 'store.json'),
     thumbnails: join(abs, 'thumbnails'),
   };
   for (const dir of [abs, layout.images, layout.disks, layout.sandboxes, layout.snapshots, layout.thumbnails]) mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -67,6 +79,41 @@ export function loadOrCreateToken(layout: DataDirLayout, fromEnv = process.env['
   chmodSync(`${layout.tokenFile}.tmp`, 0o600);
   renameSync(`${layout.tokenFile}.tmp`, layout.tokenFile);
   return { token, created: true };
+}
+
+/** The PostgreSQL database this data dir's sessions were moved to (its URL without password), if any. */
+export function recordedPostgresStore(layout: DataDirLayout): string | undefined {
+  try {
+    const recorded = JSON.parse(readFileSync(layout.storeFile, 'utf8')) as { kind?: unknown; url?: unknown };
+    return recorded.kind === 'postgres' && typeof recorded.url === 'string' ? recorded.url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Records that this data dir's sessions live in the PostgreSQL database at `url` (stored without password). */
+export function recordPostgresStore(layout: DataDirLayout, url: string): void {
+  const parsed = new URL(url);
+  parsed.password = '';
+  writeFileSync(`${layout.storeFile}.tmp`, `${JSON.stringify({ kind: 'postgres', url: parsed.toString() }, null, 2)}\n`, { mode: 0o600 });
+  renameSync(`${layout.storeFile}.tmp`, layout.storeFile);
+}
+
+/** The pid of a live server on this data dir, if one runs. */
+export function runningServerPid(layout: DataDirLayout): number | undefined {
+  let pid: number;
+  try {
+    pid = Number.parseInt(readFileSync(layout.pidFile, 'utf8').trim(), 10);
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Reads the stored token, if any (for the CLI on the same host). */

@@ -1,52 +1,65 @@
 /**
- * The composition root: the only file that wires adapters (gVisor, SQLite,
- * loop disks, local images, Cedar) to the core services and the HTTP API.
+ * The composition root: the only file that wires adapters (gVisor, SQLite or
+ * PostgreSQL, loop disks, local images, Cedar, the egress gateway, the audit
+ * key and head file) to the core services and the HTTP API.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { openDataDir, loadOrCreateToken, loadOrCreateNodeId, defaultCacheDir, type DataDirLayout } from './data-dir.js';
+import {
+  openDataDir,
+  loadOrCreateToken,
+  loadOrCreateNodeId,
+  defaultCacheDir,
+  recordedPostgresStore,
+  recordPostgresStore,
+  type DataDirLayout,
+} from './data-dir.js';
 import { SqliteStore } from './stores/sqlite/sqlite-store.js';
+import { redactUrl } from './stores/postgres/postgres-store.js';
+import { openStore } from './stores/open-store.js';
 import { GvisorDriver } from './drivers/gvisor/index.js';
 import { QemuMicrovmDriver } from './drivers/qemu/index.js';
 import { SandboxDrivers } from './core/sandbox-drivers.js';
-import { LoopDisks } from './storage/loop-disks.js';
-import { SnapshotDirectory } from './storage/snapshot-directory.js';
-import { LocalImageCatalog } from './images/local-image-catalog.js';
-import { SessionService } from './core/session-service.js';
-import { reconcileSessions, type ReconcileReport } from './core/session-reconciler.js';
-import { ApprovalService } from './core/approval-service.js';
-import { ToolPipeline } from './core/tool-pipeline.js';
-import { ToolExecutor } from './core/tool-executor.js';
-import { LineageTools } from './core/lineage-tools.js';
-import { DesktopTools } from './core/desktop-tools.js';
-import { DesktopTakeovers } from './core/desktop-takeovers.js';
-import { ThumbnailDirectory } from './storage/thumbnail-directory.js';
-import { OtlpExporter } from './telemetry/otlp-exporter.js';
-import { SnapshotService } from './core/snapshot-service.js';
-import { ForkService, DEFAULT_MAX_FORK_BRANCHES } from './core/fork-service.js';
-import { IdleSleeper } from './core/idle-sleeper.js';
-import { SessionPorts } from './core/session-ports.js';
-import { SessionResizer } from './core/session-resizer.js';
-import { ContractAuthorizer } from './policy/contract-authorizer.js';
-import { analyzeCommand } from './policy/shell-analysis.js';
-import { parseContract, parseContractText, DEFAULT_CONTRACT } from './policy/session-contract.js';
-import { buildHttpServer } from './api/http-server.js';
-import { listFromEnvironment, normalizeAllowedOrigin, parseAllowedHost } from './api/origin-guard.js';
-import type { AirlockServices } from './api/airlock-services.js';
-import type { SandboxDriver } from './core/sandbox-driver.js';
-import type { SessionDisks } from './core/session-disks.js';
-import type { ImageCatalog } from './images/image-catalog.js';
-import { wireEgress } from './egress/egress-wiring.js';
-import type { EgressConfig } from './egress/egress-config.js';
-import type { ApprovalRecord } from './core/approval.js';
-import { ContractUpdates } from './core/contract-updates.js';
 import type { SnapshotArtifacts } from './core/snapshot-artifacts.js';
-import { AirlockError } from './core/errors.js';
 import { parseObjectStorageUrl, type ObjectStorageLocation } from './objects/object-storage-url.js';
 import { S3ObjectStore } from './objects/s3-object-store.js';
 import { ObjectSnapshotArtifacts } from './objects/object-snapshot-artifacts.js';
 import type { DiskImages } from './objects/disk-images.js';
-import { join } from 'node:path';
+import { LoopDisks } from './storage/loop-disks.js';
+import { SnapshotDirectory } from './storage/snapshot-directory.js';
+import { AuditHeadFile } from './storage/audit-head-file.js';
+import { ThumbnailDirectory } from './storage/thumbnail-directory.js';
+import { loadOrCreateAuditKey } from './storage/audit-key-file.js';
+import { LocalImageCatalog } from './images/local-image-catalog.js';
+import { AuditLog } from './audit/audit-log.js';
+import { keyId } from './audit/hash-chain.js';
+import { buildCoreServices } from './core/core-services.js';
+import { reconcileSessions, type ReconcileReport } from './core/session-reconciler.js';
+import { ConnectionApprovals } from './core/connection-approvals.js';
+import { ContractUpdates } from './core/contract-updates.js';
+import { IdleSleeper } from './core/idle-sleeper.js';
+import { DEFAULT_MAX_FORK_BRANCHES } from './core/fork-service.js';
+import { AirlockError } from './core/errors.js';
+import { systemClock } from './core/clock.js';
+import type { Store } from './core/store.js';
+import type { SandboxDriver } from './core/sandbox-driver.js';
+import type { SessionDisks } from './core/session-disks.js';
+import type { ImageCatalog } from './core/image-catalog.js';
+import type { SessionContract } from './core/session-contract.js';
+import type { ApprovalRecord } from './core/approval.js';
+import { OtlpExporter } from './telemetry/otlp-exporter.js';
+import { ContractAuthorizer } from './policy/contract-authorizer.js';
+import { invalidContract } from './policy/contract-issues.js';
+import { analyzeCommand } from './policy/shell-analysis.js';
+import { parseContract, parseContractText, DEFAULT_CONTRACT } from './policy/session-contract.js';
+import { SecretStore } from './secrets/secret-store.js';
+import { EgressGateway } from './egress/egress-gateway.js';
+import { SessionEgress } from './egress/session-egress.js';
+import { loadEgressConfig, readUpstreamCas, type EgressConfig } from './egress/egress-config.js';
+import { buildHttpServer } from './api/http-server.js';
+import { listFromEnvironment, normalizeAllowedOrigin, parseAllowedHost } from './api/origin-guard.js';
+import type { AirlockServices } from './api/airlock-services.js';
 import { tapAuditAppends } from './api/audit-tap.js';
 import { ActivityFeed } from './api/activity-feed.js';
 import { Authentication, installationTokens } from './api/authentication.js';
@@ -63,6 +76,8 @@ export interface ServeOptions {
   port: number;
   /** overrides AIRLOCK_TOKEN and the stored token */
   token?: string;
+  /** a postgres:// URL; default $AIRLOCK_STORE_URL, else SQLite in the data dir */
+  storeUrl?: string;
   logger?: boolean;
   /** OTLP/HTTP traces endpoint (default AIRLOCK_OTLP_ENDPOINT; none: no tracing) */
   otlpEndpoint?: string;
@@ -101,6 +116,8 @@ export interface RunningServer {
   token: string;
   tokenCreated: boolean;
   layout: DataDirLayout;
+  /** this data dir's node id: the owner of the sessions it creates */
+  nodeId: string;
   services: AirlockServices;
   reconciled: ReconcileReport;
   http: FastifyInstance;
@@ -114,6 +131,68 @@ export function openImageCatalog(layout: DataDirLayout): LocalImageCatalog {
   return new LocalImageCatalog({ root: layout.images, cacheDir: defaultCacheDir() });
 }
 
+/**
+ * The audit log of a data dir over `store`: its key (made on first use; the
+ * chains already there are anchored then) must be the key the store's chains
+ * were written with, or the server refuses to start rather than fork the chains.
+ */
+export async function openAuditLog(layout: DataDirLayout, store: Store): Promise<{ audit: AuditLog; anchor: AuditHeadFile }> {
+  const { key, created } = loadOrCreateAuditKey(layout.auditKey);
+  const expected = await store.getSetting('audit-key-id');
+  if (expected !== undefined && expected !== keyId(key)) {
+    throw new AirlockError(
+      'INTERNAL',
+      `the audit chains in this store were written with audit key ${expected}, but ${layout.auditKey} holds key ${keyId(key)}; restore that key file, or point AIRLOCK_AUDIT_KEY_FILE at the key the other servers of this database use`,
+    );
+  }
+  const anchor = new AuditHeadFile(layout.auditHeads);
+  const audit = new AuditLog({ key, anchor, clock: systemClock });
+  if (expected === undefined) await store.transaction((tx) => tx.setSetting('audit-key-id', keyId(key)));
+  if (created) {
+    // Chains written before the key existed: their heads are kept outside the database from now on.
+    const sessions = await store.listAuditedSessions();
+    audit.anchorExisting(await Promise.all(sessions.map(async (sessionId) => ({ sessionId, head: await store.auditHead(sessionId) }))));
+  }
+  return { audit, anchor };
+}
+
+/**
+ * Refuses a store that does not hold this data dir's sessions: their disks
+ * and snapshots would look like orphans to the reconciler. Sessions left in
+ * the data dir's SQLite file must be copied to PostgreSQL first, and a data
+ * dir whose sessions moved to PostgreSQL must keep being served from there.
+ */
+async function checkStoreOfDataDir(layout: DataDirLayout, store: Store, url: string | undefined): Promise<void> {
+  const recorded = recordedPostgresStore(layout);
+  if (store.kind === 'sqlite') {
+    if (recorded) {
+      throw new AirlockError(
+        'INVALID_STATE',
+        `the sessions of ${layout.root} live in PostgreSQL (${recorded}); start with \`airlock serve --store ${recorded}\` (or remove ${layout.storeFile} to start over on SQLite)`,
+      );
+    }
+    return;
+  }
+  if (!url) return;
+  if (existsSync(layout.database)) {
+    const local = new SqliteStore(layout.database);
+    try {
+      const live = (await local.listSessions()).filter((session) => session.state !== 'terminated');
+      const missing = [];
+      for (const session of live) if (!(await store.getSession(session.id))) missing.push(session.id);
+      if (missing.length > 0) {
+        throw new AirlockError(
+          'INVALID_STATE',
+          `${layout.root} holds ${missing.length} live sessions in its SQLite store that are not in ${redactUrl(url)} (e.g. ${missing[0]}); copy them first with \`airlock store copy --data-dir ${layout.root} --to ${redactUrl(url)}\` (stop the server first)`,
+        );
+      }
+    } finally {
+      await local.close();
+    }
+  }
+  if (!recorded) recordPostgresStore(layout, url);
+}
+
 /** Wires everything and starts listening. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   // Checked before anything starts: a mistyped origin must not leave a server running that refuses its console.
@@ -125,6 +204,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const objectStore = objectsUrl ? await connectObjectStore(parseObjectStorageUrl(objectsUrl)) : undefined;
   const layout = openDataDir(options.dataDir);
   const { token, created } = loadOrCreateToken(layout, options.token ?? process.env['AIRLOCK_TOKEN']);
+  const nodeId = loadOrCreateNodeId(layout);
   const drivers = new SandboxDrivers(
     options.drivers ??
       (options.driver
@@ -138,82 +218,136 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   await drivers.default.checkHost();
   for (const driver of drivers.all().slice(1)) {
     await driver.checkHost().catch((error: unknown) => {
-      process.stderr.write(`airlock: the ${driver.name} sandbox driver is unavailable, sessions asking for it will fail: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.stderr.write(
+        `airlock: the ${driver.name} sandbox driver is unavailable, sessions asking for it will fail: ${error instanceof Error ? error.message : String(error)}\n`,
+      );
     });
   }
-  const disks = options.disks ?? new LoopDisks({ root: layout.disks });
-  const objects = objectStore ? openObjectStorage(objectStore, layout, disks) : undefined;
-  // Every audit record, once committed, also feeds the console's live event streams.
+  const storeUrl = options.storeUrl ?? process.env['AIRLOCK_STORE_URL'];
+  const store = await openStore({ url: storeUrl, sqlitePath: layout.database });
+  const opened = await checkStoreOfDataDir(layout, store, storeUrl)
+    .then(() => openAuditLog(layout, store))
+    .catch(async (error: unknown) => {
+      await store.close();
+      throw error;
+    });
+  const { audit, anchor } = opened;
+  // Every audit record, once committed (by this server or another sharing the store), also feeds the console's live event streams.
   const activity = new ActivityFeed();
-  const store = tapAuditAppends(new SqliteStore(layout.database), (record) => activity.publish({ kind: 'audit', record }));
+  const untap = tapAuditAppends(store, (record) => activity.publish({ kind: 'audit', record }));
+  const disks = options.disks ?? new LoopDisks({ root: layout.disks });
+  const objects = objectStore ? openObjectStorage(objectStore, layout, disks, nodeId) : undefined;
   const images = options.images ?? openImageCatalog(layout);
   const artifacts: SnapshotArtifacts = objects ?? new SnapshotDirectory(layout.snapshots);
-  // Bound once the session service exists; the gateway only asks for it when a connection needs a human.
-  let approvals: ApprovalService;
-  const egress = wireEgress({ root: layout.root, store, approvals: () => approvals, ...(options.egress ? { config: options.egress } : {}) });
-  const sessions = new SessionService({
+  const thumbnails = new ThumbnailDirectory(layout.thumbnails);
+  const authorizer = new ContractAuthorizer();
+  const report = (what: string, error: unknown) => process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+
+  // Egress: the gateway asks the core for policies, decisions and approvals; the core asks it for networks.
+  const egressConfig = options.egress ?? loadEgressConfig();
+  const secrets = new SecretStore({ dir: join(layout.root, 'secrets'), keyFile: process.env['AIRLOCK_SECRETS_KEY_FILE'] ?? join(layout.root, 'secrets.key') });
+  let connectionApprovals: ConnectionApprovals | undefined;
+  const gateway = new EgressGateway({
+    policyOf: async (sessionId) => {
+      const session = await store.getSession(sessionId);
+      if (!session || session.state === 'terminated' || session.state === 'failed' || !session.contract.network) return undefined;
+      return { network: session.contract.network, credentials: session.contract.credentials ?? [], contractVersion: session.contractVersion };
+    },
+    authorize: async (sessionId, host, port) => {
+      const session = await store.getSession(sessionId);
+      if (!session) return { allowed: false, reason: 'the session no longer exists', policyIds: [] };
+      const decision = authorizer.authorizeConnection(session, host, port);
+      if (!decision.enforced || decision.decision === 'allow') return { allowed: true, reason: decision.reason, policyIds: decision.policyIds };
+      if (decision.decision === 'deny') return { allowed: false, reason: decision.reason, policyIds: decision.policyIds };
+      connectionApprovals ??= new ConnectionApprovals(core.approvals, egressConfig.approvalTimeoutMs);
+      return { ...(await connectionApprovals.resolve(sessionId, host, port, decision)), policyIds: decision.policyIds };
+    },
+    audit: (sessionId, type, data) => {
+      audit.appendNow(store, { sessionId, type, data }).catch((error: unknown) => report(`audit of ${type} for ${sessionId}`, error));
+    },
+    secretValue: (name) => {
+      try {
+        return secrets.get(name);
+      } catch {
+        return undefined;
+      }
+    },
+    ...(egressConfig.hosts ? { hosts: egressConfig.hosts } : {}),
+    upstreamCa: readUpstreamCas(egressConfig),
+  });
+  const networks = new SessionEgress({ root: join(layout.root, 'egress'), gateway, ...(egressConfig.subnet ? { subnet: egressConfig.subnet } : {}) });
+
+  const otlpEndpoint = options.otlpEndpoint ?? process.env['AIRLOCK_OTLP_ENDPOINT'];
+  const tracer = otlpEndpoint ? new OtlpExporter(otlpEndpoint) : undefined;
+  const core = buildCoreServices({
     store,
+    audit,
     drivers,
     disks,
     images,
     artifacts,
+    thumbnails,
     layout: { sandboxStateDir: (sandboxId) => join(layout.sandboxes, sandboxId) },
-    networks: egress.networks,
-  });
-  approvals = new ApprovalService(store);
-  for (const change of ['requested', 'decided', 'settled'] as const) {
-    approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
-  }
-  const snapshots = new SnapshotService({ store, drivers, disks, artifacts, sessions });
-  const forks = new ForkService({
-    store, disks, images, artifacts, sessions, snapshots, hooks: sessions.hooks,
-    maxBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
-  });
-  const otlpEndpoint = options.otlpEndpoint ?? process.env['AIRLOCK_OTLP_ENDPOINT'];
-  const tracer = otlpEndpoint ? new OtlpExporter(otlpEndpoint) : undefined;
-  const thumbnails = new ThumbnailDirectory(layout.thumbnails);
-  const takeovers: DesktopTakeovers = new DesktopTakeovers({ store, frames: thumbnails, capture: (sessionId) => desktop.capture(sessionId) });
-  const desktop: DesktopTools = new DesktopTools(sessions, thumbnails, takeovers);
-  const pipeline = new ToolPipeline({
-    store,
-    sessions,
-    authorizer: new ContractAuthorizer(),
+    authorizer,
     analyzeCommand,
-    executor: new ToolExecutor(sessions, new LineageTools(snapshots, forks), desktop),
-    approvals,
-    desktop,
-    ...(tracer ? { tracer } : {}),
+    owner: nodeId,
+    networks,
+    tracer,
+    maxForkBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
+    onError: report,
   });
-  const reconciled = await reconcileSessions({ store, disks, artifacts, sessions });
-  approvals.resumeAfterRestart();
-  const live = store.listSessions().filter((session) => session.state !== 'terminated' && session.state !== 'failed');
-  await egress.networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
+  for (const change of ['requested', 'decided', 'settled'] as const) {
+    core.approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
+  }
+  // Sessions from before owners existed: an embedded store only ever had this data dir's.
+  if (store.kind === 'sqlite') await core.records.claimUnowned();
+  const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, drivers, specs: core.specs, disks, artifacts });
+  await core.approvals.resumeAfterRestart();
+  // A backstop for a decision whose notification never arrived.
+  core.approvals.startSweeping(30_000);
+  const live = (await store.listSessions({ owner: nodeId })).filter((session) => session.state !== 'terminated' && session.state !== 'failed');
+  await networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
   // What an earlier life of this node (or a dead one) left is collected now, not at the first tick.
   objects?.collectInBackground();
   objects?.startCollector(options.collectIntervalMs ?? (Number.parseInt(process.env['AIRLOCK_OBJECTS_COLLECT_SECONDS'] ?? '', 10) || 600) * 1000);
-  const retention = snapshots.startRetentionSweeper(60_000, (error) => process.stderr.write(`airlock: snapshot retention sweep failed: ${error instanceof Error ? error.message : String(error)}\n`));
+  const retention = core.snapshots.startRetentionSweeper(60_000, (error) => report('snapshot retention sweep', error));
   // A short tick: the pause depth is meant to follow idleness within a fraction of a second.
-  const sleeper = new IdleSleeper(sessions, {
+  const sleeper = new IdleSleeper(core.sessions, {
     tickMs: options.idleTickMs ?? 250,
-    onError: (sessionId, error) => process.stderr.write(`airlock: idle sleep of ${sessionId} failed: ${error instanceof Error ? error.message : String(error)}\n`),
+    onError: (sessionId, error) => report(`idle sleep of ${sessionId}`, error),
   });
   sleeper.start();
+  const checkCredentials = <T extends SessionContract>(contract: T): T => {
+    const missing = (contract.credentials ?? []).flatMap((credential, index) =>
+      secrets.has(credential.secret)
+        ? []
+        : [
+            {
+              path: `credentials[${index}].secret`,
+              message: `no secret named ${credential.secret}; store it first with \`airlock secrets set ${credential.secret}\``,
+            },
+          ],
+    );
+    if (missing.length > 0) throw invalidContract(missing);
+    return contract;
+  };
   const services: AirlockServices = {
-    sessions,
-    snapshots,
-    forks,
-    ports: new SessionPorts(sessions),
-    resizer: new SessionResizer(sessions),
-    pipeline,
-    approvals,
-    desktop,
+    sessions: core.sessions,
+    snapshots: core.snapshots,
+    forks: core.forks,
+    ports: core.ports,
+    resizer: core.resizer,
+    pipeline: core.pipeline,
+    approvals: core.approvals,
+    desktop: core.desktop,
     thumbnails,
     store,
+    audit,
     images,
     // No baseDir: a contract sent over the API can never make the server read its own files.
-    parseContract: (input) => egress.checkCredentials(typeof input === 'string' ? parseContractText(input, 'auto') : parseContract(input)),
-    secrets: egress.secrets,
-    contracts: new ContractUpdates({ sessions, parseContract: (input) => parseContract(input), networks: egress.networks }),
+    parseContract: (input) => checkCredentials(typeof input === 'string' ? parseContractText(input, 'auto') : parseContract(input)),
+    secrets,
+    contracts: new ContractUpdates({ sessions: core.sessions, parseContract: (input) => parseContract(input), networks }),
     defaultContract: () => DEFAULT_CONTRACT,
   };
   const loginSeconds = options.consoleLoginSeconds ?? (Number.parseInt(process.env['AIRLOCK_CONSOLE_LOGIN_SECONDS'] ?? '', 10) || undefined);
@@ -230,6 +364,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     allowedHosts,
   });
   await http.listen({ host: options.host, port: options.port });
+  writeFileSync(layout.pidFile, `${process.pid}\n`);
   const address = http.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
@@ -238,27 +373,31 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     token,
     tokenCreated: created,
     layout,
+    nodeId,
     services,
+    objects,
     reconciled,
     http,
-    objects,
     async close() {
       retention.stop();
       await sleeper.stop();
-      await takeovers.close();
+      await core.takeovers.close();
       await http.close();
-      await approvals.drain();
+      untap();
+      await core.approvals.close();
+      await core.usage.drain();
       await tracer?.flush();
       // Sandboxes keep running, with no way out until the next start reopens their gateways (fail closed).
-      await egress.gateway.closeAll();
+      await gateway.closeAll();
       await objects?.close();
       for (const driver of drivers.all()) await driver.close?.();
-      store.close();
+      await store.close();
+      anchor.close();
+      rmSync(layout.pidFile, { force: true });
     },
   };
 }
 
-/** Snapshot artifacts in object storage when asked for (checked reachable now, so a bad setting fails the start). */
 /** The bucket, checked reachable now: a bad setting fails the start before anything is created. */
 async function connectObjectStore(location: ObjectStorageLocation): Promise<S3ObjectStore> {
   const store = new S3ObjectStore(location);
@@ -272,16 +411,19 @@ async function connectObjectStore(location: ObjectStorageLocation): Promise<S3Ob
 }
 
 /** Snapshot artifacts in object storage, the data dir's snapshot directory as their cache. */
-function openObjectStorage(store: S3ObjectStore, layout: DataDirLayout, disks: SessionDisks): ObjectSnapshotArtifacts {
+function openObjectStorage(store: S3ObjectStore, layout: DataDirLayout, disks: SessionDisks, nodeId: string): ObjectSnapshotArtifacts {
   if (!isDiskImages(disks)) {
     store.close();
-    throw new AirlockError('INVALID_ARGUMENTS', '--objects needs session disks whose images can be read and written (the loop-mounted disks of `airlock serve`)');
+    throw new AirlockError(
+      'INVALID_ARGUMENTS',
+      '--objects needs session disks whose images can be read and written (the loop-mounted disks of `airlock serve`)',
+    );
   }
   return new ObjectSnapshotArtifacts({
     local: new SnapshotDirectory(layout.snapshots),
     objects: store,
     disks,
-    owner: loadOrCreateNodeId(layout),
+    owner: nodeId,
     onError: (error) => process.stderr.write(`airlock: object storage ${store.description}: ${error instanceof Error ? error.message : String(error)}\n`),
   });
 }

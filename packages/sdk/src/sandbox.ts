@@ -155,6 +155,11 @@ export class Sandbox {
     return (await this.connection.json<{ records: AuditRecord[] }>('GET', `${this.path('/audit')}?${query}`)).body.records;
   }
 
+  /** The session's audit chain as JSON lines: every record, then its head signed with the server's audit key. */
+  async exportAudit(): Promise<string> {
+    return (await this.connection.send('GET', this.path('/audit/export'))).text();
+  }
+
   /** Verifies the session's audit hash chain. */
   async verifyAudit(): Promise<AuditVerification> {
     return (await this.connection.json<AuditVerification>('GET', this.path('/audit/verify'))).body;

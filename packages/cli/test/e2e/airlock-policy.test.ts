@@ -6,8 +6,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { TestInstallation } from '../support/test-installation.js';
 
 const CONTRACT = fileURLToPath(new URL('../../../../../examples/contracts/no-rm-approve-tar.json', import.meta.url));
@@ -64,7 +65,10 @@ describe('the airlock: policy, approval, breaker and audit through the CLI', () 
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stderr, new RegExp(approval.id));
     assert.equal(installation.cli(['approvals', 'approve', approval.id]).code, 1, 'a second approval is refused');
-    await new Promise((r) => setTimeout(r, 500));
+    await waitFor(() => {
+      const all = JSON.parse(installation.cli(['approvals', 'ls', '--all', '--json']).stdout) as { id: string; state: string }[];
+      return all.find((a) => a.id === approval.id && a.state === 'executed');
+    }, 'the approval to be closed as executed');
     assert.equal(installation.cli(['files', 'read', id, '/workspace/tar-runs']).stdout, 'ran\n', 'ran exactly once');
   });
 
@@ -110,13 +114,61 @@ describe('the airlock: policy, approval, breaker and audit through the CLI', () 
     assert.ok(log.some((r) => r.type === 'session.created' && typeof r.data['imageDigest'] === 'string'));
     assert.ok(log.some((r) => r.type === 'tool-call.completed' && r.data['exitCode'] === 7));
     assert.equal(installation.cli(['audit', 'verify', id]).code, 0);
-    await installation.stopServer();
-    const db = new Database(`${installation.dataDir}/airlock.db`);
-    db.prepare("UPDATE audit_records SET data = json_set(data, '$.decision', 'allow') WHERE session_id = ? AND type = 'tool-call.denied' AND seq = (SELECT MIN(seq) FROM audit_records WHERE session_id = ? AND type = 'tool-call.denied')").run(id, id);
-    db.close();
-    await installation.startServer();
+    const changed = await installation.writeStore(
+      {
+        sqlite: "UPDATE audit_records SET data = json_set(data, '$.decision', 'allow') WHERE session_id = ? AND type = 'tool-call.denied' AND seq = (SELECT MIN(seq) FROM audit_records WHERE session_id = ? AND type = 'tool-call.denied')",
+        postgres: "UPDATE audit_records SET data = jsonb_set(data::jsonb, '{decision}', '\"allow\"')::json WHERE session_id = $1 AND type = 'tool-call.denied' AND seq = (SELECT MIN(seq) FROM audit_records WHERE session_id = $2 AND type = 'tool-call.denied')",
+      },
+      [id, id],
+    );
+    assert.equal(changed, 1);
     const verify = installation.cli(['audit', 'verify', id]);
     assert.equal(verify.code, 1);
     assert.match(verify.stdout, /FAILED at record \d+: edited/);
+  });
+
+  it('decides a denied call without the machine: a suspended session stays suspended, an allowed call wakes it and says so', async () => {
+    assert.equal(installation.cli(['sessions', 'suspend', id]).code, 0);
+    const before = JSON.parse(installation.cli(['audit', id, '--json']).stdout) as { seq: number }[];
+    const write = installation.cli(['files', 'write', id, '/etc/motd'], { input: 'x' });
+    assert.equal(write.code, 126, write.stderr);
+    assert.match(write.stderr, /POLICY_DENIED/);
+    assert.equal(installation.cli(['exec', id, '--', 'rm', '-rf', '/workspace/keep']).code, 126);
+    const state = JSON.parse(installation.cli(['sessions', 'get', id, '--json']).stdout) as { state: string };
+    assert.equal(state.state, 'suspended', 'the denied calls never woke the machine');
+    const since = (JSON.parse(installation.cli(['audit', id, '--json']).stdout) as { seq: number; type: string }[]).filter((r) => r.seq > (before.at(-1)?.seq ?? 0));
+    assert.deepEqual(since.map((r) => r.type), ['tool-call.denied', 'tool-call.denied']);
+
+    const allowed = installation.cli(['files', 'write', id, '/workspace/woken.txt'], { input: 'up' });
+    assert.equal(allowed.code, 0, allowed.stderr);
+    const after = (JSON.parse(installation.cli(['audit', id, '--json']).stdout) as { seq: number; type: string; data: Record<string, unknown> }[]).filter((r) => r.seq > (since.at(-1)?.seq ?? 0));
+    const authorized = after.find((r) => r.type === 'tool-call.authorized');
+    const resumed = after.find((r) => r.type === 'session.resumed');
+    assert.ok(authorized && resumed, after.map((r) => r.type).join(', '));
+    assert.ok(authorized.seq < resumed.seq, 'the decision comes before the wake');
+    assert.equal(resumed.data['wokenBy'], 'call');
+    assert.equal(resumed.data['gen_ai.tool.call.id'], authorized.data['gen_ai.tool.call.id'], 'the wake names the call it was for');
+  });
+
+  it('reserves budgets before calls run: 30 concurrent calls against maxToolCalls 5 run exactly 5, the other 25 exit 126', async () => {
+    const dir = mkdtempSync('/var/tmp/airlock-budget-');
+    try {
+      const contract = join(dir, 'budget.json');
+      writeFileSync(contract, JSON.stringify({ version: 1, budgets: { maxToolCalls: 5 } }));
+      const created = installation.cli(['sessions', 'create', '--contract', contract]);
+      assert.equal(created.code, 0, created.stderr);
+      const session = created.stdout.trim();
+      const results = await Promise.all(Array.from({ length: 30 }, (_, index) => installation.cliAsync(['exec', session, '--', 'sh', '-c', `echo ${index} >> /workspace/ran`])));
+      const ran = results.filter((result) => result.code === 0);
+      const refused = results.filter((result) => result.code === 126 && /BUDGET_EXCEEDED/.test(result.stderr));
+      assert.equal(ran.length, 5, results.map((result) => `${result.code} ${result.stderr.trim()}`).join('\n'));
+      assert.equal(refused.length, 25);
+      const records = JSON.parse(installation.cli(['audit', session, '--json']).stdout) as { type: string }[];
+      assert.equal(records.filter((record) => record.type === 'tool-call.started').length, 5, 'the machine ran 5 calls');
+      assert.equal(records.filter((record) => record.type === 'tool-call.refused').length, 25);
+      assert.equal(installation.cli(['sessions', 'rm', session]).code, 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

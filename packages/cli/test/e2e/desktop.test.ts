@@ -140,7 +140,8 @@ describe('computer-use sessions on gVisor (issue 18)', { timeout: 900_000 }, () 
 
   it('audits every action with a thumbnail of the screen before it, kept and checkable', async () => {
     const records = await sandbox.audit({ limit: 1000 });
-    const decided = records.filter((record) => record.type === 'tool-call.authorized' && record.data['gen_ai.tool.name'] === 'desktop.act');
+    // The decision on the screen (the second one; the first is taken before the machine is touched).
+    const decided = records.filter((record) => record.type === 'tool-call.authorized' && record.data['gen_ai.tool.name'] === 'desktop.act' && record.data['stage'] === 'screen');
     assert.ok(decided.length >= 3, `${decided.length} authorized desktop actions`);
     const typed = decided.find((record) => (record.data['arguments'] as Record<string, unknown>)['action'] === 'type');
     assert.ok(typed);

@@ -98,7 +98,11 @@ describe('execution modes on gVisor: per-call sandboxes, sleeping machines, serv
     const id = cliOk(['sessions', 'create']).trim();
     cliOk(['exec', id, '--', 'sh', '-c', 'echo from-the-machine > /workspace/m.txt']);
     const suspending = installation.cliAsync(['sessions', 'suspend', id]);
-    await sleep(300);
+    // The suspend has begun once its first step is in the audit log.
+    for (let tries = 0; !(await api(installation, `/v1/sessions/${id}/audit`).then((r) => r.text())).includes('session.suspend-started'); tries += 1) {
+      assert.ok(tries < 300, 'the suspend did not start');
+      await sleep(20);
+    }
     const ephemeral = await installation.cliAsync(['exec', id, '--ephemeral', '--', 'cat', '/workspace/m.txt']);
     assert.equal((await suspending).code, 0);
     assert.equal(ephemeral.code, 0, ephemeral.stderr);
@@ -120,7 +124,8 @@ describe('execution modes on gVisor: per-call sandboxes, sleeping machines, serv
       assert.equal(result.exitCode, 0, `the counter process ${pid} is alive: ${result.stderr}`);
       return { count: Number(result.stdout), timing: result.timing };
     };
-    await sleep(300);
+    // The counter has written its first count once /tmp/count exists.
+    for (let tries = 0; (await sandbox.commands.run('test -s /tmp/count')).exitCode !== 0; tries += 1) assert.ok(tries < 100, 'the counter never wrote /tmp/count');
     const first = await read();
 
     await waitForState(id, 'paused', 5_000);

@@ -1,16 +1,17 @@
 /**
  * Issue 14, part 1, end to end: real servers (`airlock serve --objects`),
  * real gVisor machines, an S3-compatible server (s3rver) on loopback. Two
- * data dirs point at one bucket; a session record is copied from one store
- * to the other (the shared PostgreSQL store that makes this unnecessary is
- * issue 13), which is what "resume on another node" needs of the store.
+ * data dirs point at one bucket; a session record is copied from one SQLite
+ * store to the other (servers sharing a PostgreSQL store see it without
+ * copying, but a session moves to another owner only this way until leases
+ * exist), which is what "resume on another node" needs of the store.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { SqliteStore, openDataDir } from '@airlock/runtime';
+import { SqliteStore, openDataDir, type SessionRecord } from '@airlock/runtime';
 import { AIRLOCK_BIN, TestInstallation } from '../support/test-installation.js';
 import { ObjectStorageServer } from '../support/object-storage-server.js';
 
@@ -44,18 +45,25 @@ function count(node: TestInstallation, id: string): number {
   return Number.parseInt(ok(node.cli(['exec', id, '--', 'cat', '/tmp/count']), 'reading the counter'), 10);
 }
 
-/** Copies a session's record and its snapshot records from one data dir's store to another's (what a shared store does). */
-function copySessionRecord(from: string, to: string, sessionId: string, change: Record<string, unknown> = {}): void {
+/**
+ * Copies a session's record and its snapshot records from one data dir's store to another's, with no
+ * owner (the other server claims it at start). What a shared store does without copying: see
+ * shared-store.test.ts; this test keeps to the object-storage side on SQLite.
+ */
+async function copySessionRecord(from: string, to: string, sessionId: string, change: Partial<SessionRecord> = {}): Promise<void> {
   const source = new SqliteStore(openDataDir(from).database);
   const target = new SqliteStore(openDataDir(to).database);
   try {
-    const session = source.getSession(sessionId);
+    const session = await source.getSession(sessionId);
     assert.ok(session, `no session ${sessionId} in ${from}`);
-    target.insertSession({ ...session, ...change });
-    for (const snapshot of source.listSnapshots({ sessionId })) target.insertSnapshot(snapshot);
+    const snapshots = await source.listSnapshots({ sessionId });
+    await target.transaction(async (tx) => {
+      await tx.insertSession({ ...session, ...change, owner: '' });
+      for (const snapshot of snapshots) await tx.insertSnapshot(snapshot);
+    });
   } finally {
-    source.close();
-    target.close();
+    await source.close();
+    await target.close();
   }
 }
 
@@ -128,7 +136,7 @@ describe('snapshots in object storage: a session suspended on one data dir resum
     await a.crashServer();
     const b = await node('move');
     await b.stopServer();
-    copySessionRecord(a.dataDir, b.dataDir, id);
+    await copySessionRecord(a.dataDir, b.dataDir, id);
     deleteDataDir(a.dataDir);
     await b.startServer();
 
@@ -199,7 +207,7 @@ describe('snapshots in object storage: a session suspended on one data dir resum
     // Elsewhere, the session as the cluster last knew it (suspended at the first snapshot) restores.
     const b = await node('killed');
     await b.stopServer();
-    copySessionRecord(a.dataDir, b.dataDir, id, { state: 'suspended', pendingOperation: null, sandbox: null });
+    await copySessionRecord(a.dataDir, b.dataDir, id, { state: 'suspended', pendingOperation: null, sandbox: null });
     await b.startServer();
     assert.equal(ok(b.cli(['files', 'read', id, '/workspace/notes.txt']), 'read on B'), 'first version\n');
     assert.equal(b.cli(['exec', id, '--', 'test', '-f', '/tmp/ready']).code, 0, 'its memory came back: the process still runs');

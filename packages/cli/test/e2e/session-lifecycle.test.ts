@@ -17,6 +17,23 @@ const COUNTER = [
   '    time.sleep(0.05)',
 ].join('\n');
 
+/** Waits until `probe` answers a value that `done` accepts (a condition, never a fixed sleep). */
+async function eventually<T>(probe: () => T, done: (value: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${String(value)})`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The counter's value, or 0 before it wrote its file. */
+function countOrZero(installation: TestInstallation, id: string): number {
+  const read = installation.cli(['files', 'read', id, '/workspace/count']);
+  return read.code === 0 ? Number.parseInt(read.stdout, 10) || 0 : 0;
+}
+
 function readCount(installation: TestInstallation, id: string): number {
   const read = installation.cli(['files', 'read', id, '/workspace/count']);
   assert.equal(read.code, 0, read.stderr);
@@ -48,7 +65,7 @@ describe('a session on gVisor persists across suspend, a server crash and resume
     assert.equal(written.code, 0, written.stderr);
     const started = installation.cli(['exec', id, '--', 'sh', '-c', 'nohup python3 /workspace/counter.py >/dev/null 2>&1 &']);
     assert.equal(started.code, 0, started.stderr);
-    await new Promise((r) => setTimeout(r, 1500));
+    await eventually(() => countOrZero(installation, id), (count) => count > 5, 'the counter to run');
     installation.cli(['files', 'write', id, '/workspace/notes.txt'], { input: 'written before suspend\n' });
     const beforeSuspend = readCount(installation, id);
     assert.ok(beforeSuspend > 5, `counter should be running, got ${beforeSuspend}`);
@@ -68,7 +85,7 @@ describe('a session on gVisor persists across suspend, a server crash and resume
     assert.equal(afterRestart.state, 'suspended');
     const resumed = installation.cli(['sessions', 'resume', id, '--json']);
     assert.equal(resumed.code, 0, resumed.stderr);
-    await new Promise((r) => setTimeout(r, 1000));
+    await eventually(() => readCount(installation, id), (count) => count > atSuspend, 'the counter to go on after the resume');
     const afterResume = readCount(installation, id);
     assert.ok(afterResume > atSuspend, `the counter continued from ${atSuspend} (got ${afterResume}), not restarted`);
     assert.ok(afterResume >= beforeSuspend);

@@ -9,6 +9,8 @@ import { createServer } from 'node:net';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openImageCatalog, openDataDir } from '@airlock/runtime';
+import Database from 'better-sqlite3';
+import { createTestDatabase, defaultTestStore, runOnDatabase, type TestDatabase } from './test-database.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The `airlock` executable of this checkout. */
@@ -71,15 +73,34 @@ export interface CliResult {
   stderr: string;
 }
 
+/** Where a test installation keeps its state. */
+export type TestStore = 'sqlite' | 'postgres' | { url: string; database?: TestDatabase };
+
+/** Options of a test installation. */
+export interface TestInstallationOptions {
+  /** added to the server's and the CLI's environment */
+  env?: Record<string, string>;
+  /** default: $AIRLOCK_TEST_STORE (postgres: a fresh database on the test cluster), else sqlite */
+  store?: TestStore;
+  /** the data dir (default: a fresh one) */
+  dataDir?: string;
+  /** added to `airlock serve`'s command line (e.g. --objects) */
+  serveArgs?: string[];
+}
+
 /** A server process and the CLI pointed at it. */
 export class TestInstallation {
   readonly dataDir: string;
   readonly token = `test-token-${Math.random().toString(36).slice(2)}`;
   port = 0;
+  /** the PostgreSQL URL of the store, or undefined for SQLite in the data dir */
+  storeUrl: string | undefined;
   private child: ChildProcess | undefined;
   private log = '';
   /** extra environment of the server and the CLI (e.g. AIRLOCK_EGRESS_CONFIG) */
   private readonly extraEnv: Record<string, string>;
+  /** the database this installation made, dropped with it */
+  private ownDatabase: TestDatabase | undefined;
   /** extra arguments of `airlock serve` (e.g. --objects) */
   private readonly serveArgs: string[];
 
@@ -89,13 +110,41 @@ export class TestInstallation {
     this.serveArgs = serveArgs;
   }
 
-  /** Starts a server on a fresh data dir; `env` is added to the server's environment, `serveArgs` to its command line. */
-  static async start(options: { env?: Record<string, string>; serveArgs?: string[] } = {}): Promise<TestInstallation> {
+  /** Starts a server on a fresh (or the given) data dir. */
+  static async start(options: TestInstallationOptions = {}): Promise<TestInstallation> {
     await ensureTestImage();
-    const installation = new TestInstallation(mkdtempSync('/var/tmp/airlock-e2e-'), options.env, options.serveArgs);
+    const installation = new TestInstallation(options.dataDir ?? mkdtempSync('/var/tmp/airlock-e2e-'), options.env, options.serveArgs);
+    const store = options.store ?? defaultTestStore();
+    if (store === 'postgres') {
+      installation.ownDatabase = await createTestDatabase('e2e');
+      installation.storeUrl = installation.ownDatabase.url;
+    } else if (store !== 'sqlite') {
+      installation.storeUrl = store.url;
+    }
     installation.port = await freePort();
     await installation.startServer();
     return installation;
+  }
+
+  /** Which store the server uses. */
+  get storeKind(): 'sqlite' | 'postgres' {
+    return this.storeUrl ? 'postgres' : 'sqlite';
+  }
+
+  /**
+   * Runs one statement directly on the store, as someone with write access to the
+   * database would: `sql.sqlite` on the SQLite file, `sql.postgres` on the database.
+   */
+  async writeStore(sql: { sqlite: string; postgres: string }, params: unknown[] = []): Promise<number> {
+    if (!this.storeUrl) {
+      const db = new Database(join(this.dataDir, 'airlock.db'));
+      try {
+        return db.prepare(sql.sqlite).run(...params).changes;
+      } finally {
+        db.close();
+      }
+    }
+    return runOnDatabase(this.storeUrl, sql.postgres, params);
   }
 
   /** Base URL of the API. */
@@ -105,13 +154,22 @@ export class TestInstallation {
 
   /** Environment for the CLI and SDK. */
   get env(): NodeJS.ProcessEnv {
-    return { ...process.env, ...this.extraEnv, AIRLOCK_URL: this.url, AIRLOCK_TOKEN: this.token, AIRLOCK_IMAGES_DIR: TEST_IMAGES_DIR, AIRLOCK_DATA_DIR: this.dataDir };
+    return {
+      ...process.env,
+      ...this.extraEnv,
+      AIRLOCK_URL: this.url,
+      AIRLOCK_TOKEN: this.token,
+      AIRLOCK_IMAGES_DIR: TEST_IMAGES_DIR,
+      AIRLOCK_DATA_DIR: this.dataDir,
+      ...(this.storeUrl ? { AIRLOCK_STORE_URL: this.storeUrl } : {}),
+    };
   }
 
   /** (Re)starts the server process on the same data dir and waits until it answers. */
   async startServer(): Promise<void> {
     this.log = '';
-    const child = spawn(process.execPath, [AIRLOCK_BIN, 'serve', '--data-dir', this.dataDir, '--listen', `127.0.0.1:${this.port}`, ...this.serveArgs], {
+    const args = ['serve', '--data-dir', this.dataDir, '--listen', `127.0.0.1:${this.port}`, ...(this.storeUrl ? ['--store', this.storeUrl] : []), ...this.serveArgs];
+    const child = spawn(process.execPath, [AIRLOCK_BIN, ...args], {
       env: this.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -175,7 +233,8 @@ export class TestInstallation {
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       child.stdin.end(options.input ?? '');
-      child.on('exit', (code) => resolveResult({ code: code ?? -1, stdout, stderr }));
+      // 'close', not 'exit': a child can exit before its last output has been read from the pipes.
+      child.on('close', (code) => resolveResult({ code: code ?? -1, stdout, stderr }));
     });
   }
 
@@ -191,6 +250,7 @@ export class TestInstallation {
     }
     await this.stopServer();
     if (existsSync(this.dataDir)) rmSync(this.dataDir, { recursive: true, force: true });
+    await this.ownDatabase?.drop();
   }
 }
 

@@ -19,7 +19,8 @@ function runExample(file: string, env: NodeJS.ProcessEnv): Promise<{ code: numbe
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.on('exit', (code) => {
+    // 'close', not 'exit': the last output may still be in the pipes when the child exits.
+    child.on('close', (code) => {
       clearTimeout(timer);
       done({ code: code ?? -1, output });
     });

@@ -9,10 +9,11 @@ import type { ApprovalService } from '../core/approval-service.js';
 import type { DesktopTools } from '../core/desktop-tools.js';
 import type { ThumbnailStore } from '../core/screen-thumbnails.js';
 import type { Store } from '../core/store.js';
-import type { ImageCatalog } from '../images/image-catalog.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { ImageCatalog } from '../core/image-catalog.js';
 import type { ContractUpdates } from '../core/contract-updates.js';
 import type { SecretStore } from '../secrets/secret-store.js';
-import type { SessionContract } from '../policy/session-contract.js';
+import type { SessionContract } from '../core/session-contract.js';
 
 /** The services behind the API, wired by the composition root. */
 export interface AirlockServices {
@@ -32,6 +33,8 @@ export interface AirlockServices {
   /** screen thumbnails of desktop calls and takeover frames */
   thumbnails: ThumbnailStore;
   store: Store;
+  /** the audit chains: verification and export */
+  audit: AuditLog;
   images: ImageCatalog;
   /** Validates a contract (object or JSON/YAML text); throws INVALID_CONTRACT listing every error. */
   parseContract(input: unknown): SessionContract;

@@ -36,6 +36,7 @@ export class EventStream {
   private readonly records: AuditRecord[] = [];
   private overflowed = false;
   private flushTimer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
   private readonly heartbeat: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private eventId = 0;
@@ -81,10 +82,13 @@ export class EventStream {
         else this.overflowed = true;
       }
     }
-    this.flushTimer ??= setTimeout(() => this.flush(), this.options.flushMs ?? 100);
+    // One flush at a time: the next waits for the reads of the one before.
+    this.flushTimer ??= setTimeout(() => {
+      this.flushing = this.flushing.then(() => this.flush()).catch(() => undefined);
+    }, this.options.flushMs ?? 100);
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     this.flushTimer = undefined;
     if (this.closed) return;
     if (this.overflowed) {
@@ -99,14 +103,14 @@ export class EventStream {
     }
     for (const sessionId of [...this.dirtySessions]) {
       this.dirtySessions.delete(sessionId);
-      const session = this.read(() => this.services.sessions.get(sessionId));
-      if (session && this.visible(session.tenant)) this.send('session.changed', sessionView(session));
+      const session = await this.read(() => this.services.sessions.get(sessionId));
+      if (session && !this.closed && this.visible(session.tenant)) this.send('session.changed', sessionView(session));
     }
     for (const approvalId of [...this.dirtyApprovals]) {
       this.dirtyApprovals.delete(approvalId);
-      const approval = this.read(() => this.services.approvals.get(approvalId));
-      const session = approval ? this.read(() => this.services.sessions.get(approval.sessionId)) : undefined;
-      if (approval && (!session || this.visible(session.tenant))) this.send('approval.changed', approval);
+      const approval = await this.read(() => this.services.approvals.get(approvalId));
+      const session = approval ? await this.read(() => this.services.sessions.get(approval.sessionId)) : undefined;
+      if (approval && !this.closed && (!session || this.visible(session.tenant))) this.send('approval.changed', approval);
     }
   }
 
@@ -115,9 +119,9 @@ export class EventStream {
     return this.options.identity.tenant === '*' || this.options.identity.tenant === tenant;
   }
 
-  private read<T>(load: () => T): T | undefined {
+  private async read<T>(load: () => Promise<T>): Promise<T | undefined> {
     try {
-      return load();
+      return await load();
     } catch (error) {
       // Gone between the change and the flush (e.g. removed): nothing to send.
       if (isAirlockError(error)) return undefined;

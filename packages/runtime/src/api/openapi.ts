@@ -82,7 +82,13 @@ export function openApiDocument(version: string): Record<string, unknown> {
           parameters: [{ name: 'afterSeq', in: 'query', schema: { type: 'integer' } }, { name: 'limit', in: 'query', schema: { type: 'integer' } }, { name: 'tail', in: 'query', schema: { type: 'integer' } }],
         }, 'AuditLog'),
       },
-      '/v1/sessions/{id}/audit/verify': { parameters: [idParam], get: op('verify the hash chain', {}, 'AuditVerification') },
+      '/v1/sessions/{id}/audit/verify': { parameters: [idParam], get: op('verify the hash chain against the audit key and the heads kept outside the database', {}, 'AuditVerification') },
+      '/v1/sessions/{id}/audit/export': {
+        parameters: [idParam],
+        get: op('every audit record, then the chain head signed with the audit key, as JSON lines ({kind: record|head, ...})', {
+          responses: { '200': { description: 'JSON lines', content: { 'application/x-ndjson': { schema: { type: 'string' } } } }, '4XX': errorResponse, '5XX': errorResponse },
+        }),
+      },
       '/v1/sessions/{id}/exec': {
         parameters: [idParam, { name: 'stream', in: 'query', schema: { type: 'boolean' } }],
         post: op('run a command; with stream=true the answer is NDJSON lines {type: stdout|stderr (base64 data) | outcome | error}', {

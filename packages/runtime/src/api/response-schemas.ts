@@ -103,6 +103,11 @@ const auditVerification = z.object({
   sessionId: z.string(),
   ok: z.boolean(),
   records: z.number(),
+  /** keyed: every record carries an HMAC under the audit key; legacy: none does (integrity only); mixed: legacy records, then keyed ones */
+  authenticity: z.enum(['keyed', 'legacy', 'mixed', 'none']),
+  /** the last head kept outside the database that the chain was checked against */
+  anchoredSeq: z.number().nullable(),
+  note: z.string().optional(),
   problem: z.object({ seq: z.number(), kind: z.string(), message: z.string() }).optional(),
 });
 

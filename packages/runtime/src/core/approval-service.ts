@@ -2,15 +2,19 @@
  * Human approval of calls the policy marks as high-stakes. A held call is
  * parked durably (it survives a restart), decided once by a human, and an
  * approved call runs exactly once: the pending → approved transition is an
- * atomic compare-and-set, and only its winner executes the call.
+ * atomic compare-and-set, and only the server that manages the session runs
+ * it. A decision taken through another server sharing the database reaches
+ * this one through the store's change feed; events fire from that feed, so a
+ * local decision and a remote one look the same to waiters.
  */
 import { EventEmitter } from 'node:events';
 import { AirlockError, toAirlockError } from './errors.js';
 import { isConnectionCall, type ApprovalRecord, type ConnectionCall } from './approval.js';
 import type { PolicyDecision } from './authorizer.js';
-import type { Store } from './store.js';
+import type { Store, StoreChange, StoreTransaction } from './store.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import type { ToolCall, ToolName } from './tool-call.js';
-import type { ToolCallOutcome } from './tool-pipeline.js';
+import type { ToolCallOutcome } from './tool-call-outcome.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
 
@@ -25,32 +29,46 @@ export interface ApprovalView extends ApprovalRecord {
   outcome?: ToolCallOutcome;
 }
 
+/** Collaborators of the approval service. */
+export interface ApprovalServiceDeps {
+  store: Store;
+  audit: AuditLog;
+  /** which sessions' approved calls this server runs: those it manages */
+  isManagedHere(sessionId: string): Promise<boolean>;
+  clock?: Clock;
+  ttlMs?: number;
+  /** told about approved calls that could not be started */
+  onError?: (approvalId: string, error: unknown) => void;
+}
+
 /** Parks, decides and runs held calls. */
 export class ApprovalService {
-  /** `requested` and `decided` events with the approval record, for the server-sent event stream. */
+  /** `requested`, `decided` and `settled` events with the approval record (also for decisions taken on other servers). */
   readonly events = new EventEmitter();
   private executor: ApprovedCallExecutor | undefined;
   private readonly clock: Clock;
+  private readonly ttlMs: number;
   private readonly running = new Set<Promise<unknown>>();
+  // Approvals this process started running: the change feed may announce one twice.
+  private readonly started = new Set<string>();
+  private readonly unwatch: () => void;
+  private sweeper: NodeJS.Timeout | undefined;
+  private closed = false;
 
-  constructor(
-    private readonly store: Store,
-    options: { clock?: Clock; ttlMs?: number } = {},
-  ) {
-    this.clock = options.clock ?? systemClock;
-    this.ttlMs = options.ttlMs ?? DEFAULT_APPROVAL_TTL_MS;
+  constructor(private readonly deps: ApprovalServiceDeps) {
+    this.clock = deps.clock ?? systemClock;
+    this.ttlMs = deps.ttlMs ?? DEFAULT_APPROVAL_TTL_MS;
     this.events.setMaxListeners(0);
+    this.unwatch = deps.store.watch((change) => this.track(this.onChange(change)));
   }
 
-  private readonly ttlMs: number;
-
-  /** Wires the pipeline that executes approved calls. */
+  /** Wires what executes approved calls (the pipeline; the composition root connects them). */
   setExecutor(executor: ApprovedCallExecutor): void {
     this.executor = executor;
   }
 
-  /** Parks a call; the session may sleep while it waits. */
-  park(call: ToolCall | ConnectionCall, decision: PolicyDecision): ApprovalRecord {
+  /** Parks a call inside `tx` (with its decision's audit record, written by the caller); the session may sleep while it waits. */
+  async park(tx: StoreTransaction, call: ToolCall | ConnectionCall, decision: PolicyDecision): Promise<ApprovalRecord> {
     const now = this.clock.now();
     const approval: ApprovalRecord = {
       id: newId('apr'),
@@ -65,49 +83,65 @@ export class ApprovalService {
       decidedBy: null,
       decisionReason: null,
     };
-    this.store.transaction(() => {
-      this.store.insertApproval(approval);
-      this.store.appendAudit({ sessionId: call.sessionId, type: 'approval.requested', data: { approvalId: approval.id, 'gen_ai.tool.call.id': call.id, 'gen_ai.tool.name': call.tool, policyIds: decision.policyIds, reason: decision.reason } });
+    await tx.insertApproval(approval);
+    await this.deps.audit.append(tx, {
+      sessionId: call.sessionId,
+      type: 'approval.requested',
+      data: { approvalId: approval.id, 'gen_ai.tool.call.id': call.id, 'gen_ai.tool.name': call.tool, policyIds: decision.policyIds, reason: decision.reason },
     });
-    this.events.emit('requested', approval);
     return approval;
   }
 
+  /** Parks a call in a transaction of its own. */
+  async parkNow(call: ToolCall | ConnectionCall, decision: PolicyDecision): Promise<ApprovalRecord> {
+    return this.deps.store.transaction((tx) => this.park(tx, call, decision));
+  }
+
   /** An approval, or APPROVAL_NOT_FOUND. */
-  get(id: string): ApprovalView {
-    this.expireDue();
-    const approval = this.store.getApproval(id);
-    if (!approval) throw new AirlockError('APPROVAL_NOT_FOUND', `approval ${id} does not exist; list them with \`airlock approvals ls\``, { details: { approvalId: id } });
+  async get(id: string): Promise<ApprovalView> {
+    await this.expireDue();
+    const approval = await this.deps.store.getApproval(id);
+    if (!approval)
+      throw new AirlockError('APPROVAL_NOT_FOUND', `approval ${id} does not exist; list them with \`airlock approvals ls\``, { details: { approvalId: id } });
     return approval as ApprovalView;
   }
 
   /** Approvals, optionally only the pending ones. */
-  list(query: { sessionId?: string; pendingOnly?: boolean } = {}): ApprovalView[] {
-    this.expireDue();
-    return this.store.listApprovals({
+  async list(query: { sessionId?: string; pendingOnly?: boolean } = {}): Promise<ApprovalView[]> {
+    await this.expireDue();
+    return (await this.deps.store.listApprovals({
       ...(query.sessionId === undefined ? {} : { sessionId: query.sessionId }),
       ...(query.pendingOnly ? { states: ['pending'] } : {}),
-    }) as ApprovalView[];
+    })) as ApprovalView[];
   }
 
-  /** Records a human's decision; an approved call starts running at once, exactly once. */
-  decide(id: string, verdict: 'approve' | 'deny', by: string, reason: string | null): ApprovalView {
-    this.expireDue();
-    const current = this.get(id);
+  /** Records a human's decision; an approved call starts running at once (on the server managing its session), exactly once. */
+  async decide(id: string, verdict: 'approve' | 'deny', by: string, reason: string | null): Promise<ApprovalView> {
+    await this.expireDue();
+    const current = await this.get(id);
     if (current.state !== 'pending') {
-      throw new AirlockError('APPROVAL_ALREADY_DECIDED', `approval ${id} is already ${current.state}; nothing changed`, { details: { approvalId: id, state: current.state } });
+      throw new AirlockError('APPROVAL_ALREADY_DECIDED', `approval ${id} is already ${current.state}; nothing changed`, {
+        details: { approvalId: id, state: current.state },
+      });
     }
-    const next: ApprovalRecord = { ...current, state: verdict === 'approve' ? 'approved' : 'denied', decidedAt: this.clock.now().toISOString(), decidedBy: by, decisionReason: reason };
-    const won = this.store.transaction(() => {
-      if (!this.store.transitionApproval(id, 'pending', next)) return false;
-      this.store.appendAudit({ sessionId: current.sessionId, type: verdict === 'approve' ? 'approval.granted' : 'approval.denied', data: { approvalId: id, 'gen_ai.tool.call.id': current.call.id, decidedBy: by, reason } });
+    const next: ApprovalRecord = {
+      ...current,
+      state: verdict === 'approve' ? 'approved' : 'denied',
+      decidedAt: this.clock.now().toISOString(),
+      decidedBy: by,
+      decisionReason: reason,
+    };
+    const won = await this.deps.store.transaction(async (tx) => {
+      if (!(await tx.transitionApproval(id, 'pending', next))) return false;
+      await this.deps.audit.append(tx, {
+        sessionId: current.sessionId,
+        type: verdict === 'approve' ? 'approval.granted' : 'approval.denied',
+        data: { approvalId: id, 'gen_ai.tool.call.id': current.call.id, decidedBy: by, reason },
+      });
       return true;
     });
-    if (!won) throw new AirlockError('APPROVAL_ALREADY_DECIDED', `approval ${id} was decided by someone else; nothing changed`, { details: { approvalId: id } });
-    this.events.emit('decided', next);
-    // A connection approval runs nothing: whoever holds the connection is waiting for this event.
-    if (verdict === 'approve' && isConnectionCall(next.call)) this.events.emit('settled', next);
-    else if (verdict === 'approve') this.startExecution(next);
+    if (!won)
+      throw new AirlockError('APPROVAL_ALREADY_DECIDED', `approval ${id} was decided by someone else; nothing changed`, { details: { approvalId: id } });
     return next;
   }
 
@@ -115,22 +149,32 @@ export class ApprovalService {
   async waitForOutcome(id: string, waitMs: number): Promise<ToolCallOutcome> {
     const deadline = Date.now() + waitMs;
     for (;;) {
-      const outcome = this.outcomeOf(this.get(id));
+      const outcome = this.outcomeOf(await this.get(id));
       if (outcome) return outcome;
       const left = deadline - Date.now();
-      if (left <= 0) {
-        const approval = this.get(id);
-        return { status: 'pending-approval', callId: approval.call.id, tool: approval.call.tool as ToolName, approvalId: id, decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true } };
+      if (left <= 0 || this.closed) {
+        const approval = await this.get(id);
+        return {
+          status: 'pending-approval',
+          callId: approval.call.id,
+          tool: approval.call.tool as ToolName,
+          approvalId: id,
+          decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true },
+        };
       }
+      // An event of this approval ends the wait early; the timer bounds it (and covers a missed notification).
       await new Promise<void>((resolve) => {
+        const events = this.events;
         const timer = setTimeout(done, Math.min(left, 1000));
         const onChange = (record: ApprovalRecord) => record.id === id && done();
         function done(): void {
           clearTimeout(timer);
+          events.off('settled', onChange);
+          events.off('decided', onChange);
           resolve();
         }
-        this.events.once('settled', onChange);
-        this.events.once('decided', onChange);
+        events.on('settled', onChange);
+        events.on('decided', onChange);
       });
     }
   }
@@ -145,40 +189,51 @@ export class ApprovalService {
       error: { code, message, details: { approvalId: approval.id } },
       decision: { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true },
     });
-    if (approval.state === 'denied') return refused('APPROVAL_DENIED', `a human denied this call${approval.decisionReason ? `: ${approval.decisionReason}` : ''}`);
+    if (approval.state === 'denied')
+      return refused('APPROVAL_DENIED', `a human denied this call${approval.decisionReason ? `: ${approval.decisionReason}` : ''}`);
     if (approval.state === 'expired') {
-      return refused('APPROVAL_EXPIRED', approval.decisionReason === 'the session was terminated' ? 'the session was terminated before anyone decided; nothing ran' : 'nobody approved this call in time; submit it again');
+      return refused(
+        'APPROVAL_EXPIRED',
+        approval.decisionReason === 'the session was terminated'
+          ? 'the session was terminated before anyone decided; nothing ran'
+          : 'nobody approved this call in time; submit it again',
+      );
     }
     if (approval.state === 'executed') return approval.outcome;
     return undefined;
   }
 
   /** Expires pending approvals past their deadline, and those whose session ended: nothing could run them. */
-  expireDue(): void {
+  async expireDue(): Promise<void> {
     const now = this.clock.now();
-    for (const approval of this.store.listApprovals({ states: ['pending'] })) {
-      const sessionEnded = this.store.getSession(approval.sessionId)?.state === 'terminated';
+    for (const approval of await this.deps.store.listApprovals({ states: ['pending'] })) {
+      const sessionEnded = (await this.deps.store.getSession(approval.sessionId))?.state === 'terminated';
       if (!sessionEnded && Date.parse(approval.expiresAt) > now.getTime()) continue;
       const why = sessionEnded ? 'the session was terminated' : 'nobody decided in time';
       const next: ApprovalRecord = { ...approval, state: 'expired', decidedAt: now.toISOString(), decisionReason: why };
-      if (this.store.transitionApproval(approval.id, 'pending', next)) {
-        this.store.appendAudit({ sessionId: approval.sessionId, type: 'approval.expired', data: { approvalId: approval.id, 'gen_ai.tool.call.id': approval.call.id, reason: why } });
-        this.events.emit('settled', next);
-      }
+      await this.deps.store.transaction(async (tx) => {
+        if (!(await tx.transitionApproval(approval.id, 'pending', next))) return;
+        await this.deps.audit.append(tx, {
+          sessionId: approval.sessionId,
+          type: 'approval.expired',
+          data: { approvalId: approval.id, 'gen_ai.tool.call.id': approval.call.id, reason: why },
+        });
+      });
     }
   }
 
   /**
-   * After a restart: approved calls whose execution never started run now;
-   * those that started but have no recorded outcome are closed as interrupted
-   * (never run twice).
+   * After a restart (and whenever changes may have been missed): approved
+   * calls of this server's sessions whose execution never started run now;
+   * those that started in an earlier life of the server but have no
+   * recorded outcome are closed as interrupted (never run twice).
    */
-  resumeAfterRestart(): void {
-    for (const approval of this.store.listApprovals({ states: ['approved'] })) {
-      if (isConnectionCall(approval.call)) continue;
-      const started = this.store
-        .listAudit(approval.sessionId, { types: ['tool-call.started'] })
-        .some((record) => record.data['gen_ai.tool.call.id'] === approval.call.id);
+  async resumeAfterRestart(): Promise<void> {
+    for (const approval of await this.deps.store.listApprovals({ states: ['approved'] })) {
+      if (isConnectionCall(approval.call) || this.started.has(approval.id) || !(await this.deps.isManagedHere(approval.sessionId))) continue;
+      const started = (await this.deps.store.listAudit(approval.sessionId, { types: ['tool-call.started'] })).some(
+        (record) => record.data['gen_ai.tool.call.id'] === approval.call.id,
+      );
       if (!started) {
         this.startExecution(approval);
         continue;
@@ -190,32 +245,82 @@ export class ApprovalService {
         error: { code: 'INTERNAL', message: 'the server stopped while this approved call ran; it was not run again', details: { approvalId: approval.id } },
         decision: null,
       };
-      this.store.transitionApproval(approval.id, 'approved', { ...approval, state: 'executed', outcome } as ApprovalRecord);
+      this.started.add(approval.id);
+      await this.deps.store.transaction((tx) => tx.transitionApproval(approval.id, 'approved', { ...approval, state: 'executed', outcome } as ApprovalRecord));
     }
   }
 
-  /** Waits for approved calls still running (for a clean shutdown and for tests). */
+  /**
+   * Also looks for approved calls every `intervalMs`: a backstop for a
+   * decision whose notification never arrived (the change feed announces
+   * reconnects itself).
+   */
+  startSweeping(intervalMs: number): void {
+    if (this.sweeper || this.closed) return;
+    this.sweeper = setInterval(() => this.track(this.resumeAfterRestart()), intervalMs);
+    this.sweeper.unref();
+  }
+
+  /** Waits for approved calls still running and stops hearing changes (shutdown, tests). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.unwatch();
+    await this.drain();
+  }
+
+  /** Waits for approved calls still running. */
   async drain(): Promise<void> {
-    await Promise.allSettled([...this.running]);
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  /** Turns a committed change into events, and starts an approved call of a session managed here. */
+  private async onChange(change: StoreChange): Promise<void> {
+    if (change.kind === 'resync' && !this.closed) return this.resumeAfterRestart();
+    if (change.kind !== 'approval') return;
+    const approval = await this.deps.store.getApproval(change.approvalId);
+    if (!approval) return;
+    if (change.state === 'pending') this.events.emit('requested', approval);
+    else if (change.state === 'approved' || change.state === 'denied') this.events.emit('decided', approval);
+    else this.events.emit('settled', approval);
+    if (change.state !== 'approved' || approval.state !== 'approved') return;
+    // A connection approval runs nothing: whoever holds the connection is waiting for this event.
+    if (isConnectionCall(approval.call)) {
+      this.events.emit('settled', approval);
+      return;
+    }
+    if (!this.closed && (await this.deps.isManagedHere(approval.sessionId))) this.startExecution(approval);
   }
 
   private startExecution(approval: ApprovalRecord): void {
     const call = approval.call;
-    if (isConnectionCall(call)) return;
+    if (isConnectionCall(call) || this.started.has(approval.id)) return;
+    this.started.add(approval.id);
     const executor = this.executor;
     if (!executor) throw new AirlockError('INTERNAL', 'no executor wired for approved calls');
     const decision: PolicyDecision = { decision: 'ask', policyIds: approval.policyIds, reason: approval.reason, errors: [], enforced: true };
-    const task = executor(call, decision)
-      .catch((error: unknown): ToolCallOutcome => {
-        const failure = toAirlockError(error);
-        return { status: 'refused', callId: call.id, tool: call.tool, error: { code: failure.code, message: failure.message, details: failure.details }, decision };
-      })
-      .then((outcome) => {
-        const executed = { ...approval, state: 'executed' as const, outcome };
-        this.store.transitionApproval(approval.id, 'approved', executed);
-        this.events.emit('settled', executed);
-      });
-    this.running.add(task);
-    void task.finally(() => this.running.delete(task));
+    this.track(
+      executor(call, decision)
+        .catch((error: unknown): ToolCallOutcome => {
+          const failure = toAirlockError(error);
+          return {
+            status: 'refused',
+            callId: call.id,
+            tool: call.tool,
+            error: { code: failure.code, message: failure.message, details: failure.details },
+            decision,
+          };
+        })
+        .then(async (outcome) => {
+          const executed = { ...approval, state: 'executed' as const, outcome };
+          await this.deps.store.transaction((tx) => tx.transitionApproval(approval.id, 'approved', executed));
+        }),
+    );
+  }
+
+  private track(task: Promise<unknown>): void {
+    const guarded = task.catch((error: unknown) => this.deps.onError?.('', error));
+    this.running.add(guarded);
+    void guarded.finally(() => this.running.delete(guarded));
   }
 }

@@ -23,10 +23,10 @@ export class ConnectionApprovals {
   async resolve(sessionId: string, host: string, port: number, decision: PolicyDecision): Promise<{ allowed: boolean; reason: string }> {
     const mine = (approval: ApprovalRecord) =>
       approval.sessionId === sessionId && isConnectionCall(approval.call) && approval.call.arguments.host === host && approval.call.arguments.port === port;
-    const previous = this.approvals.list({ sessionId }).filter(mine).at(-1);
+    const previous = (await this.approvals.list({ sessionId })).filter(mine).at(-1);
     if (previous?.state === 'approved') return { allowed: true, reason: `approved by ${previous.decidedBy ?? 'a human'} (${previous.id})` };
     if (previous?.state === 'denied') return denied(previous);
-    let approval: ApprovalRecord = previous?.state === 'pending' ? previous : this.park(sessionId, host, port, decision);
+    let approval: ApprovalRecord = previous?.state === 'pending' ? previous : await this.park(sessionId, host, port, decision);
     const deadline = Date.now() + this.timeoutMs;
     while (approval.state === 'pending' && Date.now() < deadline) {
       await new Promise<void>((resolve) => {
@@ -42,7 +42,7 @@ export class ConnectionApprovals {
         events.on('decided', onChange);
         events.on('settled', onChange);
       });
-      approval = this.approvals.list({ sessionId }).find((record) => record.id === approval.id) ?? approval;
+      approval = (await this.approvals.list({ sessionId })).find((record) => record.id === approval.id) ?? approval;
     }
     if (approval.state === 'approved') return { allowed: true, reason: `approved by ${approval.decidedBy ?? 'a human'} (${approval.id})` };
     if (approval.state === 'denied') return denied(approval);
@@ -53,9 +53,9 @@ export class ConnectionApprovals {
     };
   }
 
-  private park(sessionId: string, host: string, port: number, decision: PolicyDecision): ApprovalRecord {
+  private async park(sessionId: string, host: string, port: number, decision: PolicyDecision): Promise<ApprovalRecord> {
     const call: ConnectionCall = { id: newId('conn'), sessionId, tool: 'net.connect', arguments: { host, port }, receivedAt: new Date().toISOString() };
-    return this.approvals.park(call, decision);
+    return this.approvals.parkNow(call, decision);
   }
 }
 

@@ -14,6 +14,7 @@ import { EventEmitter } from 'node:events';
 import { AirlockError } from './errors.js';
 import { newId } from './ids.js';
 import type { Store } from './store.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import type { ThumbnailStore } from './screen-thumbnails.js';
 import { encodePng, shrink, type ScreenPixels } from './screen-image.js';
 import { systemClock, type Clock } from './clock.js';
@@ -48,6 +49,7 @@ export interface Takeover {
 /** Options of the takeover service. */
 export interface DesktopTakeoversOptions {
   store: Store;
+  audit: AuditLog;
   frames: ThumbnailStore;
   /** the screen of a session now */
   capture: (sessionId: string) => Promise<ScreenPixels>;
@@ -92,7 +94,7 @@ export class DesktopTakeovers {
   }
 
   /** Starts a takeover by `by`; INVALID_STATE when someone already holds the desktop. */
-  begin(sessionId: string, by: string): Takeover {
+  async begin(sessionId: string, by: string): Promise<Takeover> {
     const holder = this.current(sessionId);
     if (holder) {
       throw new AirlockError('INVALID_STATE', `the desktop of session ${sessionId} is already taken over by ${holder.by} (takeover ${holder.id}); wait until it is handed back`, {
@@ -102,7 +104,7 @@ export class DesktopTakeovers {
     const takeover: Takeover = { id: newId('tko'), sessionId, by, startedAt: this.clock.now().toISOString(), endedAt: null, frames: [], inputEvents: [], truncated: false };
     const entry = { takeover, started: Date.now(), timer: undefined as NodeJS.Timeout | undefined, capturing: Promise.resolve() };
     this.active.set(sessionId, entry);
-    this.options.store.appendAudit({ sessionId, type: 'desktop.takeover-started', data: { takeoverId: takeover.id, by } });
+    await this.options.audit.appendNow(this.options.store, { sessionId, type: 'desktop.takeover-started', data: { takeoverId: takeover.id, by } });
     const tick = () => {
       entry.capturing = this.recordFrame(entry).finally(() => {
         if (this.active.get(sessionId) === entry) entry.timer = setTimeout(tick, this.intervalMs);
@@ -127,7 +129,7 @@ export class DesktopTakeovers {
     takeover.endedAt = this.clock.now().toISOString();
     const kept = [...(this.ended.get(sessionId) ?? []), takeover].slice(-ENDED_KEPT);
     this.ended.set(sessionId, kept);
-    this.options.store.appendAudit({
+    await this.options.audit.appendNow(this.options.store, {
       sessionId,
       type: 'desktop.takeover-ended',
       data: {

@@ -11,6 +11,7 @@ import { AirlockError, isAirlockError } from './errors.js';
 import type { SandboxHandle } from './sandbox-driver.js';
 import type { SessionService } from './session-service.js';
 import type { SessionRecord } from './session.js';
+import type { WakeReason } from './machine-hibernation.js';
 import { actionPoints, type DesktopAction } from './desktop-action-schema.js';
 import { DesktopOperations, VNC_PORT, type DesktopRunner } from './desktop-operations.js';
 import type { Duplex } from 'node:stream';
@@ -62,8 +63,8 @@ export class DesktopTools {
    * keeps it for `screenshot` to return if the call is allowed (the pixels
    * leave the server only then; a refused call's are dropped with `forget`).
    */
-  async observe(session: SessionRecord, callId: string, purpose: 'action' | 'screenshot'): Promise<DesktopObservation> {
-    return this.onMachine(session, async (desktop) => {
+  async observe(session: SessionRecord, callId: string, purpose: 'action' | 'screenshot', wake?: WakeReason): Promise<DesktopObservation> {
+    return this.onMachine(session, wake, async (desktop) => {
       const [windowTitle, screen] = await Promise.all([desktop.focusedWindowTitle(), desktop.capture()]);
       if (purpose === 'screenshot') {
         this.rememberScreen(callId, screen);
@@ -125,7 +126,7 @@ export class DesktopTools {
    * a suspend, snapshot or terminate closes the stream instead of waiting.
    */
   async withDisplayStream<T>(sessionId: string, work: (stream: Duplex) => Promise<T>): Promise<T> {
-    requireMachineMode(this.sessions.get(sessionId));
+    requireMachineMode(await this.sessions.getOwned(sessionId));
     const { result } = await this.sessions.withMachine(sessionId, async (handle) => {
       let stream: Duplex;
       try {
@@ -149,9 +150,9 @@ export class DesktopTools {
     return result;
   }
 
-  private async onMachine<T>(session: SessionRecord, work: (desktop: DesktopOperations) => Promise<T>): Promise<T> {
+  private async onMachine<T>(session: SessionRecord, wake: WakeReason | undefined, work: (desktop: DesktopOperations) => Promise<T>): Promise<T> {
     requireMachineMode(session);
-    return (await this.sessions.withMachine(session.id, (handle) => work(this.operations(handle)))).result;
+    return (await this.sessions.withMachine(session.id, (handle) => work(this.operations(handle)), wake)).result;
   }
 
   private operations(handle: SandboxHandle): DesktopOperations {

@@ -11,19 +11,22 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { SandboxHandle } from './sandbox-driver.js';
-import { requireCapability } from './sandbox-drivers.js';
+import { requireCapability, type SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotRecord } from './snapshot.js';
 import type { Store } from './store.js';
-import type { SessionService } from './session-service.js';
+import type { SessionRecords } from './session-records.js';
+import type { SessionLocks } from './session-locks.js';
+import type { SandboxSpecs } from './sandbox-specs.js';
 import type { SnapshotService } from './snapshot-service.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import { freshSeed, type LifecycleHooks } from './lifecycle-hooks.js';
-import type { ImageCatalog, ImageRecord } from '../images/image-catalog.js';
+import type { ImageCatalog, ImageRecord } from './image-catalog.js';
 import { AirlockError, toAirlockError } from './errors.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
-import { newSessionRecord, type SessionRecord } from './session.js';
+import { newSessionRecord, requireOwned, type SessionRecord } from './session.js';
 import { hasDiskCopy } from './snapshot.js';
 
 /** Default largest number of branches one fork may create. */
@@ -46,10 +49,14 @@ export interface ForkResult {
 /** Collaborators and limits of the fork service. */
 export interface ForkServiceDeps {
   store: Store;
+  audit: AuditLog;
+  records: SessionRecords;
+  locks: SessionLocks;
+  specs: SandboxSpecs;
+  drivers: SandboxDrivers;
   disks: SessionDisks;
   images: ImageCatalog;
   artifacts: SnapshotArtifacts;
-  sessions: SessionService;
   snapshots: SnapshotService;
   hooks: LifecycleHooks;
   clock?: Clock;
@@ -80,28 +87,30 @@ export class ForkService {
         details: { count, max: this.maxBranches },
       });
     }
-    const { sessions, snapshots, artifacts, store } = this.deps;
+    const { records, locks, snapshots, artifacts, store, audit, drivers } = this.deps;
     // Before any snapshot is taken for it: the parent's driver must be able to fork at all.
-    const parentId = 'sessionId' in source ? source.sessionId : snapshots.get(source.snapshotId).sessionId;
-    requireCapability(sessions.driverOf(sessions.get(parentId)), 'fork', 'restore one snapshot into several machines', parentId);
+    const parentId = 'sessionId' in source ? source.sessionId : (await snapshots.get(source.snapshotId)).sessionId;
+    requireCapability(drivers.forSession(await records.get(parentId)), 'fork', 'restore one snapshot into several machines', parentId);
     const { snapshot, takenNow } = await this.sourceSnapshot(source);
     // Shared locks on the parent and the snapshot: a terminate of the parent, `snapshots rm` and the
     // retention sweeper wait until every branch is restored, while the parent's own calls go on.
-    const locked = <T>(work: () => Promise<T>): Promise<T> => sessions.locks.shared(snapshot.sessionId, () => sessions.locks.shared(snapshot.id, work));
+    const locked = <T>(work: () => Promise<T>): Promise<T> => locks.shared(snapshot.sessionId, () => locks.shared(snapshot.id, work));
     return locked(async () => {
-      snapshots.restorable(snapshot.id);
+      await snapshots.restorable(snapshot.id);
       // A snapshot sealed moments ago by this call is not read a second time.
       if (!takenNow) await artifacts.verify(snapshot.id, snapshot.checksum);
-      const parent = sessions.get(snapshot.sessionId);
+      const parent = await records.get(snapshot.sessionId);
+      // The snapshot's bytes and the branches' disks live on the host of the server that manages the parent.
+      requireOwned(parent, records.owner);
       const image = await this.deps.images.get(snapshot.imageName);
       if (image.digest !== snapshot.imageDigest) {
         throw new AirlockError('INVALID_STATE', `image ${image.name} changed since snapshot ${snapshot.id} was taken (${snapshot.imageDigest} then, ${image.digest} now); its memory cannot run on another root filesystem`, {
           details: { snapshotId: snapshot.id, expected: snapshot.imageDigest, actual: image.digest },
         });
       }
-      store.appendAudit({ sessionId: parent.id, type: 'session.fork-started', data: { snapshotId: snapshot.id, count } });
+      await audit.appendNow(store, { sessionId: parent.id, type: 'session.fork-started', data: { snapshotId: snapshot.id, count } });
       const branches = await this.createBranches(parent, snapshot, image, count);
-      store.appendAudit({
+      await audit.appendNow(store, {
         sessionId: parent.id,
         type: 'session.fork-completed',
         data: {
@@ -117,23 +126,24 @@ export class ForkService {
 
   /** The snapshot to restore: given, or taken now from the session (running, paused or suspended). */
   private async sourceSnapshot(source: ForkSource): Promise<{ snapshot: SnapshotRecord; takenNow: boolean }> {
-    const { sessions, snapshots } = this.deps;
+    const { records, snapshots } = this.deps;
     if (source.snapshotId !== undefined) {
-      const snapshot = snapshots.restorable(source.snapshotId);
+      const snapshot = await snapshots.restorable(source.snapshotId);
       if ('sessionId' in source && source.sessionId !== snapshot.sessionId) {
         throw new AirlockError('INVALID_ARGUMENTS', `snapshot ${snapshot.id} belongs to session ${snapshot.sessionId}, not ${source.sessionId}`, {
           details: { snapshotId: snapshot.id, sessionId: source.sessionId },
         });
       }
       if (hasDiskCopy(snapshot)) return { snapshot, takenNow: false };
-      const owner = sessions.get(snapshot.sessionId);
+      const owner = await records.get(snapshot.sessionId);
       if (owner.state === 'suspended' && owner.resumeSnapshotId === snapshot.id) return { snapshot: await snapshots.fromSuspended(owner.id, { reason: 'fork' }), takenNow: true };
       throw new AirlockError('INVALID_STATE', `snapshot ${snapshot.id} holds memory only (taken at suspend) and session ${owner.id} has run since, so its disk no longer matches; fork the session itself or a snapshot from \`airlock snapshots create\``, {
         details: { snapshotId: snapshot.id, sessionId: owner.id },
       });
     }
     if (!('sessionId' in source)) throw new AirlockError('INVALID_ARGUMENTS', 'fork needs a sessionId or a snapshotId');
-    const session = sessions.get(source.sessionId);
+    const session = await records.get(source.sessionId);
+    requireOwned(session, records.owner);
     if (session.mode === 'per-call' || session.state === 'running' || session.state === 'paused' || session.state === 'suspended') {
       return { snapshot: await snapshots.capture(session.id, { reason: 'fork' }), takenNow: true };
     }
@@ -165,13 +175,14 @@ export class ForkService {
 
   /** One branch: record, disk, restore, identity, hooks; on failure everything of it is removed but its record. */
   private async createBranch(parent: SessionRecord, snapshot: SnapshotRecord, image: ImageRecord, index: number): Promise<ForkBranch> {
-    const { store, sessions, disks, artifacts, hooks } = this.deps;
-    const driver = sessions.driverOf(parent);
+    const { records, locks, specs, disks, drivers, artifacts, hooks } = this.deps;
+    const driver = drivers.forSession(parent);
     const now = this.clock.now().toISOString();
     const lineage = { parentSessionId: parent.id, snapshotId: snapshot.id, branchIndex: index };
     const branch = newSessionRecord(
       newId('ses'),
       {
+        owner: records.owner,
         mode: 'machine',
         tenant: parent.tenant,
         principal: parent.principal,
@@ -186,38 +197,34 @@ export class ForkService {
       },
       now,
     );
-    store.transaction(() => {
-      store.insertSession(branch);
-      // The first record of the branch's own chain: where it came from.
-      store.appendAudit({
-        sessionId: branch.id,
-        type: 'session.forked',
-        data: { ...lineage, image: image.name, imageDigest: image.digest, contractVersion: branch.contractVersion, contract: branch.contract, tenant: branch.tenant, principal: branch.principal, resources: branch.resources, sandbox: driver.name },
-      });
+    // The first record of the branch's own chain: where it came from.
+    await records.insert(branch, {
+      type: 'session.forked',
+      data: { ...lineage, image: image.name, imageDigest: image.digest, contractVersion: branch.contractVersion, contract: branch.contract, tenant: branch.tenant, principal: branch.principal, resources: branch.resources, sandbox: driver.name },
     });
-    return sessions.locks.exclusive(branch.id, async (): Promise<ForkBranch> => {
+    return locks.exclusive(branch.id, async (): Promise<ForkBranch> => {
       const started = Date.now();
       let handle: SandboxHandle | undefined;
       try {
         await disks.createFrom(branch.id, artifacts.diskPathFor(snapshot.id));
         const diskMs = Date.now() - started;
-        const spec = await sessions.specFor(branch, image);
-        const identity = { hostname: spec.hostname, machineId: randomBytes(16).toString('hex'), entropy: randomBytes(64) };
+        const spec = await specs.specFor(branch, image);
         // A failed restore cleans up after itself (driver contract); from here on the handle owns the sandbox.
+        const identity = { hostname: spec.hostname, machineId: randomBytes(16).toString('hex'), entropy: randomBytes(64) };
         // The identity rides along: a driver that can hold the branch's processes applies it before they run.
         handle = await driver.restore({ ...spec, identity }, artifacts.pathFor(snapshot.id));
         const restoreMs = Date.now() - started - diskMs;
         await driver.personalize(handle, identity);
-        sessions.commit(branch, { state: 'running', pendingOperation: null, sandbox: handle }, 'session.started', {
-          sandboxId: handle.sandboxId,
-          driver: driver.name,
-          restoredFrom: snapshot.id,
-          hostname: identity.hostname,
-          machineId: identity.machineId,
-          durationMs: Date.now() - started,
-          diskMs,
-          restoreMs,
-        });
+        const restoredHandle = handle;
+        await records.transition(
+          branch.id,
+          'start',
+          {
+            type: 'session.started',
+            data: { sandboxId: handle.sandboxId, driver: driver.name, restoredFrom: snapshot.id, hostname: identity.hostname, machineId: identity.machineId, durationMs: Date.now() - started, diskMs, restoreMs },
+          },
+          { sandbox: restoredHandle },
+        );
         await hooks.run(handle, branch.id, 'on-fork', {
           AIRLOCK_BRANCH_INDEX: String(index),
           AIRLOCK_FORK_SEED: freshSeed(),
@@ -225,17 +232,17 @@ export class ForkService {
           AIRLOCK_PARENT_SESSION_ID: parent.id,
           AIRLOCK_SNAPSHOT_ID: snapshot.id,
         });
-        return { index, ok: true, session: sessions.get(branch.id) };
+        return { index, ok: true, session: await records.get(branch.id) };
       } catch (error) {
         const failure = toAirlockError(error, 'DRIVER_FAILED');
         if (handle) await driver.destroy(handle).catch(() => undefined);
         await disks.destroy(branch.id).catch(() => undefined);
-        sessions.commit(branch, { state: 'failed', pendingOperation: null, sandbox: null, failure: { code: failure.code, message: failure.message } }, 'session.failed', {
-          operation: 'fork',
-          branchIndex: index,
-          code: failure.code,
-          message: failure.message,
-        });
+        await records.transition(
+          branch.id,
+          'fail',
+          { type: 'session.failed', data: { operation: 'fork', branchIndex: index, code: failure.code, message: failure.message } },
+          { sandbox: null, failure: { code: failure.code, message: failure.message } },
+        );
         return { index, ok: false, sessionId: branch.id, error: failure };
       }
     });

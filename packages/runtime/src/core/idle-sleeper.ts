@@ -14,8 +14,9 @@
 import { AirlockError } from './errors.js';
 import { systemClock, type Clock } from './clock.js';
 import type { SessionService } from './session-service.js';
-import type { SessionRecord } from './session.js';
 import type { DriverCapabilities } from './sandbox-driver.js';
+import type { ContractIdle } from './session-contract.js';
+import type { SessionRecord } from './session.js';
 
 /** Fraction of the suspend timeout after which an idle machine is paused, when the contract names no pause timeout. */
 export const DEFAULT_PAUSE_FRACTION = 0.25;
@@ -44,7 +45,8 @@ export interface IdleSleeperOptions {
 
 /** The idle policy of a session (contract defaults applied; stored contracts may predate some keys). */
 export function idlePolicyOf(session: Pick<SessionRecord, 'contract' | 'keepAwake'>): IdlePolicy {
-  const idle = (session.contract['idle'] ?? {}) as { pauseAfterSeconds?: number; suspendAfterSeconds?: number; keepAwake?: boolean };
+  // contracts stored before some keys existed lack them
+  const idle: Partial<ContractIdle> = session.contract.idle ?? {};
   const suspendAfterSeconds = idle.suspendAfterSeconds ?? DEFAULT_SUSPEND_AFTER_SECONDS;
   return {
     suspendAfterSeconds,
@@ -53,17 +55,20 @@ export function idlePolicyOf(session: Pick<SessionRecord, 'contract' | 'keepAwak
   };
 }
 
-/**
- * Where an idle session should be now, or undefined to leave it as it is. Only depths its driver can
- * reach: no pause without the `pause` capability, no suspend without `snapshot` (then a pause, if it can).
- */
-export function sleepDepthFor(session: SessionRecord, now: Date, capabilities: Pick<DriverCapabilities, 'pause' | 'snapshot'> = { pause: true, snapshot: true }): 'paused' | 'suspended' | undefined {
+/** Where an idle session should be now, or undefined to leave it as it is. */
+export function sleepDepthFor(
+  session: SessionRecord,
+  now: Date,
+  lastActiveMs = 0,
+  capabilities: Pick<DriverCapabilities, 'pause' | 'snapshot'> = { pause: true, snapshot: true },
+): 'paused' | 'suspended' | undefined {
   if (session.mode !== 'machine' || session.pendingOperation) return undefined;
   if (session.state !== 'running' && session.state !== 'paused') return undefined;
   const policy = idlePolicyOf(session);
   if (policy.keepAwake) return undefined;
   // A machine woken by hand (resume, unpause) counts as active from then on.
-  const since = session.state === 'running' ? Math.max(Date.parse(session.lastActivityAt), Date.parse(session.stateSince)) : Date.parse(session.lastActivityAt);
+  const active = Math.max(Date.parse(session.lastActivityAt), lastActiveMs);
+  const since = session.state === 'running' ? Math.max(active, Date.parse(session.stateSince)) : active;
   const idleSeconds = (now.getTime() - since) / 1000;
   const canPause = capabilities.pause && session.state === 'running';
   if (idleSeconds >= policy.suspendAfterSeconds) return capabilities.snapshot ? 'suspended' : canPause ? 'paused' : undefined;
@@ -110,10 +115,10 @@ export class IdleSleeper {
   async tick(): Promise<void> {
     const now = this.clock.now();
     const work: Promise<void>[] = [];
-    for (const session of this.sessions.list(['running', 'paused'])) {
+    for (const session of await this.sessions.records.list({ states: ['running', 'paused'], owner: this.sessions.owner })) {
       if (this.inFlight.has(session.id) || (this.retryAt.get(session.id) ?? 0) > now.getTime()) continue;
       if (!this.sessions.locks.isIdle(session.id)) continue;
-      const depth = sleepDepthFor(session, now, this.sessions.driverOf(session).capabilities);
+      const depth = sleepDepthFor(session, now, this.sessions.usage.lastActiveAt(session.id), this.sessions.driverOf(session).capabilities);
       if (depth) work.push(this.sleep(session.id, depth));
     }
     await Promise.all(work);
@@ -137,7 +142,7 @@ export class IdleSleeper {
   }
 
   private depthReached(session: SessionRecord, depth: 'paused' | 'suspended'): boolean {
-    const now = sleepDepthFor(session, this.clock.now(), this.sessions.driverOf(session).capabilities);
+    const now = sleepDepthFor(session, this.clock.now(), this.sessions.usage.lastActiveAt(session.id), this.sessions.driverOf(session).capabilities);
     return now === depth || (depth === 'paused' && now === 'suspended');
   }
 }
@@ -148,7 +153,7 @@ export class IdleSleeper {
  * machine: whoever asks for it wants the machine up now.
  */
 export async function setKeepAwake(sessions: SessionService, sessionId: string, keepAwake: boolean): Promise<SessionRecord> {
-  const session = sessions.get(sessionId);
+  const session = await sessions.getOwned(sessionId);
   if (session.mode !== 'machine') {
     throw new AirlockError('INVALID_STATE', `session ${sessionId} runs each call in a fresh sandbox; it has no machine to keep awake`, {
       details: { sessionId, mode: session.mode },
@@ -157,8 +162,8 @@ export async function setKeepAwake(sessions: SessionService, sessionId: string, 
   if (session.state === 'terminated' || session.state === 'failed') {
     throw new AirlockError('INVALID_STATE', `session ${sessionId} is ${session.state}; keep-awake applies to live sessions only`, { details: { sessionId, state: session.state } });
   }
-  const changed = sessions.commit(session, { keepAwake }, 'session.keep-awake-changed', { keepAwake });
+  const changed = await sessions.records.update(sessionId, () => ({ keepAwake }), { type: 'session.keep-awake-changed', data: { keepAwake } });
   if (!keepAwake || changed.state === 'running') return changed;
-  await sessions.withMachine(sessionId, async () => undefined);
+  await sessions.withMachine(sessionId, async () => undefined, { reason: 'keep-awake' });
   return sessions.get(sessionId);
 }

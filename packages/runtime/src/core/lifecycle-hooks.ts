@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { SandboxHandle } from './sandbox-driver.js';
 import type { SandboxDrivers } from './sandbox-drivers.js';
 import type { Store } from './store.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import { isAirlockError, toAirlockError } from './errors.js';
 
 /** When hooks run: after a fresh start (`on-start`: the desktop image starts its display here), a fork or a resume. */
@@ -39,6 +40,7 @@ export interface HookResult {
 export interface LifecycleHooksOptions {
   drivers: SandboxDrivers;
   store: Store;
+  audit: AuditLog;
   /** per hook; default 30 s */
   timeoutMs?: number;
   /** bytes of stdout and of stderr kept in the audit record; default 4 KiB */
@@ -49,12 +51,14 @@ export interface LifecycleHooksOptions {
 export class LifecycleHooks {
   private readonly drivers: SandboxDrivers;
   private readonly store: Store;
+  private readonly audit: AuditLog;
   private readonly timeoutMs: number;
   private readonly outputLimit: number;
 
   constructor(options: LifecycleHooksOptions) {
     this.drivers = options.drivers;
     this.store = options.store;
+    this.audit = options.audit;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.outputLimit = options.outputLimit ?? 4096;
   }
@@ -68,11 +72,11 @@ export class LifecycleHooks {
       for (const path of hooks) {
         const result = await this.runOne(handle, path, { ...env, AIRLOCK_HOOK: phase });
         results.push(result);
-        this.store.appendAudit({ sessionId, type: 'hook.executed', data: { phase, ...result } });
+        await this.audit.appendNow(this.store, { sessionId, type: 'hook.executed', data: { phase, ...result } });
       }
     } catch (error) {
       const failure = toAirlockError(error, 'DRIVER_FAILED');
-      this.store.appendAudit({ sessionId, type: 'hook.failed', data: { phase, code: failure.code, message: failure.message } });
+      await this.audit.appendNow(this.store, { sessionId, type: 'hook.failed', data: { phase, code: failure.code, message: failure.message } }).catch(() => undefined);
     }
     return results;
   }

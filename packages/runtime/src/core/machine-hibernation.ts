@@ -1,9 +1,9 @@
 /**
  * Suspend and resume of session machines: memory and processes to a
  * checksummed image and back, the disk staying where it is. Each step is
- * marked in the store before it touches the sandbox, so that the reconciler
- * can finish or roll back what a crashed server left half done. The session
- * service calls these under the session's exclusive lock.
+ * recorded (a `begin-*` transition) before it touches the sandbox, so that
+ * the reconciler can finish or roll back what a crashed server left half
+ * done. The session service calls these under the session's exclusive lock.
  */
 import { AirlockError, toAirlockError } from './errors.js';
 import type { SandboxHandle } from './sandbox-driver.js';
@@ -12,22 +12,36 @@ import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
 import type { SealedSnapshot, SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotReason, SnapshotRecord } from './snapshot.js';
-import type { ImageCatalog } from '../images/image-catalog.js';
+import type { ImageCatalog } from './image-catalog.js';
 import type { SessionNetworks } from './session-networks.js';
-import type { SessionService } from './session-service.js';
+import type { SessionRecords } from './session-records.js';
+import type { SandboxSpecs } from './sandbox-specs.js';
+import type { SnapshotDisposal } from './snapshot-disposal.js';
 import type { UsageMeter } from './usage-meter.js';
 import type { Clock } from './clock.js';
 import { newId } from './ids.js';
 import { freshSeed, type LifecycleHooks } from './lifecycle-hooks.js';
-import { assertTransition, machineHandle, requireMachine, type SessionRecord } from './session.js';
+import { assertTransition } from './session-transitions.js';
+import { machineHandle, requireMachine, type SessionMeters, type SessionRecord } from './session.js';
+
+/** Why a machine is woken: recorded with the wake, so that every resume says what asked for it. */
+export interface WakeReason {
+  reason: 'manual' | 'call' | 'port' | 'keep-awake';
+  /** the tool call that needed the machine */
+  callId?: string;
+  tool?: string;
+}
 
 /** Collaborators of suspend and resume. */
 export interface HibernationDeps {
   store: Store;
+  records: SessionRecords;
   drivers: SandboxDrivers;
   disks: SessionDisks;
   images: ImageCatalog;
   artifacts: SnapshotArtifacts;
+  specs: SandboxSpecs;
+  disposal: SnapshotDisposal;
   clock: Clock;
   networks: SessionNetworks | undefined;
   hooks: LifecycleHooks;
@@ -36,29 +50,27 @@ export interface HibernationDeps {
 
 /** Suspends and resumes machines. */
 export class MachineHibernation {
-  constructor(
-    private readonly sessions: SessionService,
-    private readonly deps: HibernationDeps,
-  ) {}
+  constructor(private readonly deps: HibernationDeps) {}
 
   /** Checkpoints a running or paused machine into a new memory image and stops it; the disk stays. */
   async suspend(session: SessionRecord, reason: 'manual' | 'idle'): Promise<SessionRecord> {
+    const { records, drivers, disks, networks, artifacts, usage, store } = this.deps;
     requireMachine(session, 'suspend');
-    assertTransition(session, 'suspend');
+    assertTransition(session, 'begin-suspend');
     const handle = machineHandle(session);
-    const driver = this.deps.drivers.forHandle(handle);
+    const driver = drivers.forHandle(handle);
     requireCapability(driver, 'snapshot', 'save a machine to a snapshot', session.id);
     if (session.state === 'paused') await driver.unpause(handle);
-    await this.deps.usage.sampleLocked(session.id);
+    await usage.sampleLocked(session.id);
     const snapshotId = newId('snap');
-    this.sessions.mark(session, 'suspend', { snapshotId });
-    const imageDir = this.deps.artifacts.pathFor(snapshotId);
+    const marked = await records.transition(session.id, 'begin-suspend', { type: 'session.suspend-started', data: { snapshotId } });
+    const imageDir = artifacts.pathFor(snapshotId);
     let sealed: SealedSnapshot;
     const started = Date.now();
     try {
-      await this.deps.disks.sync(session.id);
+      await disks.sync(session.id);
       // gVisor cannot save open TCP connections: the gateway resets the session's first.
-      await this.deps.networks?.quiesce(session.id);
+      await networks?.quiesce(session.id);
       // Paused, not stopped, until the image is sealed (with object storage: uploaded, disk included):
       // a failure before then leaves the machine as it was, and nothing is lost. A driver that cannot
       // pause checkpoints and stops in one step.
@@ -68,110 +80,124 @@ export class MachineHibernation {
       } else {
         await driver.checkpoint(handle, imageDir, { leaveRunning: false });
       }
-      sealed = await this.deps.artifacts.seal(snapshotId, { liveDiskOf: session.id });
+      sealed = await artifacts.seal(snapshotId, { liveDiskOf: session.id });
     } catch (error) {
       const failure = toAirlockError(error, 'DRIVER_FAILED');
-      await this.deps.artifacts.remove(snapshotId).catch(() => undefined);
+      await artifacts.remove(snapshotId).catch(() => undefined);
       const alive = await driver.status(handle).catch(() => 'missing' as const);
       if (alive === 'paused') await driver.unpause(handle).catch(() => undefined);
-      if (alive === 'running' || alive === 'paused') {
-        this.sessions.commit(session, { state: 'running', pendingOperation: null }, 'session.suspend-failed', {
-          code: failure.code,
-          message: failure.message,
-          stillRunning: true,
+      const stillRunning = alive === 'running' || alive === 'paused';
+      if (stillRunning) {
+        await records.transition(session.id, 'cancel-suspend', {
+          type: 'session.suspend-failed',
+          data: { code: failure.code, message: failure.message, stillRunning: true },
         });
       } else {
-        this.sessions.commit(session, { state: 'failed', pendingOperation: null, sandbox: null, failure: { code: failure.code, message: failure.message } }, 'session.failed', {
-          operation: 'suspend',
-          code: failure.code,
-          message: failure.message,
-        });
+        await records.transition(
+          session.id,
+          'fail',
+          { type: 'session.failed', data: { operation: 'suspend', code: failure.code, message: failure.message } },
+          { sandbox: null, failure: { code: failure.code, message: failure.message } },
+        );
       }
       throw new AirlockError(failure.code, `suspend of session ${session.id} failed: ${failure.message}`, {
         cause: failure,
-        details: { sessionId: session.id, stillRunning: alive === 'running' || alive === 'paused' },
+        details: { sessionId: session.id, stillRunning },
       });
     }
     await driver.destroy(handle).catch(() => undefined);
     const { checksum, sizeBytes } = sealed;
-    const previous = session.resumeSnapshotId;
-    const snapshot = this.snapshotRecord(session, snapshotId, 'suspend', { checksum, sizeBytes, parent: previous });
-    const suspended = this.deps.store.transaction(() => {
-      this.deps.store.insertSnapshot(snapshot);
-      const result = this.sessions.commit(session, { state: 'suspended', pendingOperation: null, sandbox: null, resumeSnapshotId: snapshotId }, 'session.suspended', {
-        reason,
-        snapshotId,
-        memoryImageBytes: sizeBytes,
-        checksum,
-        durationMs: Date.now() - started,
-        ...(sealed.uploaded ? { uploaded: sealed.uploaded } : {}),
-      });
-      result.meters.snapshotBytes = sizeBytes;
-      // the next incarnation's cgroup counts CPU from zero
-      result.meters.cpuSecondsClosed = result.meters.cpuSeconds;
-      delete result.meters.memorySampledAt;
-      this.deps.store.updateSession(result);
-      return result;
+    const previous = marked.resumeSnapshotId;
+    const snapshot = this.snapshotRecord(marked, snapshotId, 'suspend', { checksum, sizeBytes, parent: previous });
+    const suspended = await store.transaction(async (tx) => {
+      await tx.insertSnapshot(snapshot);
+      return records.transition(
+        session.id,
+        'finish-suspend',
+        {
+          type: 'session.suspended',
+          data: {
+            reason,
+            snapshotId,
+            memoryImageBytes: sizeBytes,
+            checksum,
+            durationMs: Date.now() - started,
+            ...(sealed.uploaded ? { uploaded: sealed.uploaded } : {}),
+          },
+        },
+        (fresh) => ({ sandbox: null, resumeSnapshotId: snapshotId, meters: closedIncarnation(fresh.meters, sizeBytes) }),
+        { tx },
+      );
     });
-    if (previous) await this.sessions.dropSnapshot(previous, 'superseded');
+    if (previous) await this.deps.disposal.drop(previous, 'superseded');
     return suspended;
   }
 
   /** Thaws a paused machine, or restores a suspended one from its memory image and runs its on-resume hooks. */
-  async resume(session: SessionRecord): Promise<SessionRecord> {
+  async resume(session: SessionRecord, wake: WakeReason): Promise<SessionRecord> {
+    const { records, drivers, store, artifacts, images, specs, hooks } = this.deps;
     requireMachine(session, 'resume');
-    assertTransition(session, 'resume');
-    const driver = this.sessions.driverOf(session);
+    const wokenBy = wakeData(wake);
+    const driver = drivers.forSession(session);
     if (session.state === 'paused') {
-      await this.deps.drivers.forHandle(machineHandle(session)).unpause(machineHandle(session));
-      return this.sessions.commit(session, { state: 'running' }, 'session.unpaused', {});
+      assertTransition(session, 'unpause');
+      await drivers.forHandle(machineHandle(session)).unpause(machineHandle(session));
+      return records.transition(session.id, 'unpause', { type: 'session.unpaused', data: wokenBy });
     }
+    assertTransition(session, 'begin-resume');
     const snapshotId = session.resumeSnapshotId;
-    const snapshot = snapshotId ? this.deps.store.getSnapshot(snapshotId) : undefined;
+    const snapshot = snapshotId ? await store.getSnapshot(snapshotId) : undefined;
     if (!snapshot || snapshot.deletedAt) {
       throw new AirlockError('SNAPSHOT_NOT_FOUND', `session ${session.id} has no memory image to resume from; terminate it`, {
         details: { sessionId: session.id },
       });
     }
     const started = Date.now();
-    const image = await this.deps.images.get(session.imageName);
+    const image = await images.get(session.imageName);
     // Another node (or a rebuilt image) may hold other bytes under the same name: memory restored over them would not match.
     if (image.digest !== session.imageDigest) {
-      throw new AirlockError('INVALID_STATE', `image ${image.name} here is ${image.digest}, but session ${session.id} was suspended on ${session.imageDigest}; its memory cannot run on another root filesystem. Import the same image on this host`, {
-        details: { sessionId: session.id, expected: session.imageDigest, actual: image.digest },
-      });
+      throw new AirlockError(
+        'INVALID_STATE',
+        `image ${image.name} here is ${image.digest}, but session ${session.id} was suspended on ${session.imageDigest}; its memory cannot run on another root filesystem. Import the same image on this host`,
+        { details: { sessionId: session.id, expected: session.imageDigest, actual: image.digest } },
+      );
     }
     // With object storage, what is not on this host (memory image, disk) is fetched and verified first.
-    const fetchedMemory = await this.deps.artifacts.verify(snapshot.id, snapshot.checksum);
-    const fetchedDisk = await this.deps.artifacts.prepareDisk(snapshot.id, session.id);
+    const fetchedMemory = await artifacts.verify(snapshot.id, snapshot.checksum);
+    const fetchedDisk = await artifacts.prepareDisk(snapshot.id, session.id);
     // Fails early (before anything is marked) when the disk is gone; a VM's disk is left unmounted on the host.
-    await this.sessions.diskVolume(driver, session.id);
-    session.generation += 1;
-    this.sessions.mark(session, 'resume');
-    const spec = await this.sessions.specFor(session, image);
+    await specs.diskVolume(driver, session.id);
+    const marked = await records.transition(session.id, 'begin-resume', { type: 'session.resume-started', data: wokenBy }, (fresh) => ({
+      generation: fresh.generation + 1,
+    }));
+    const spec = await specs.specFor(marked, image);
     let handle: SandboxHandle;
     let resumed: SessionRecord;
     try {
-      handle = await driver.restore(spec, this.deps.artifacts.pathFor(snapshot.id));
-      resumed = this.sessions.commit(session, { state: 'running', pendingOperation: null, sandbox: handle }, 'session.resumed', {
-        snapshotId: snapshot.id,
-        sandboxId: handle.sandboxId,
-        durationMs: Date.now() - started,
-        ...(fetchedMemory || fetchedDisk ? { fetched: { memory: fetchedMemory, disk: fetchedDisk } } : {}),
-      });
+      handle = await driver.restore(spec, artifacts.pathFor(snapshot.id));
+      resumed = await records.transition(
+        session.id,
+        'finish-resume',
+        {
+          type: 'session.resumed',
+          data: {
+            snapshotId: snapshot.id,
+            sandboxId: handle.sandboxId,
+            durationMs: Date.now() - started,
+            ...(fetchedMemory || fetchedDisk ? { fetched: { memory: fetchedMemory, disk: fetchedDisk } } : {}),
+            ...wokenBy,
+          },
+        },
+        { sandbox: handle },
+      );
     } catch (error) {
       const failure = toAirlockError(error, 'DRIVER_FAILED');
-      await driver
-        .destroy({ sandboxId: spec.sandboxId, sessionId: session.id, driver: driver.name, driverData: {} })
-        .catch(() => undefined);
-      this.sessions.commit(session, { state: 'suspended', pendingOperation: null }, 'session.resume-failed', {
-        code: failure.code,
-        message: failure.message,
-      });
+      await driver.destroy({ sandboxId: spec.sandboxId, sessionId: session.id, driver: driver.name, driverData: {} }).catch(() => undefined);
+      await records.transition(session.id, 'cancel-resume', { type: 'session.resume-failed', data: { code: failure.code, message: failure.message } });
       throw failure;
     }
     // After the commit: a failing hook is recorded and never undoes the resume.
-    await this.deps.hooks.run(handle, session.id, 'on-resume', { AIRLOCK_SESSION_ID: session.id, AIRLOCK_RESUME_SEED: freshSeed(), AIRLOCK_SNAPSHOT_ID: snapshot.id });
+    await hooks.run(handle, session.id, 'on-resume', { AIRLOCK_SESSION_ID: session.id, AIRLOCK_RESUME_SEED: freshSeed(), AIRLOCK_SNAPSHOT_ID: snapshot.id });
     return resumed;
   }
 
@@ -198,4 +224,19 @@ export class MachineHibernation {
       deletedAt: null,
     };
   }
+}
+
+/** Meters once the machine's incarnation ended: the next one's cgroup counts CPU from zero. */
+function closedIncarnation(meters: SessionMeters, snapshotBytes: number): SessionMeters {
+  const { memorySampledAt: _sampled, ...rest } = meters;
+  return { ...rest, snapshotBytes, cpuSecondsClosed: meters.cpuSeconds };
+}
+
+/** What a wake's audit records say about who asked for it. */
+function wakeData(wake: WakeReason): Record<string, unknown> {
+  return {
+    wokenBy: wake.reason,
+    ...(wake.callId ? { 'gen_ai.tool.call.id': wake.callId } : {}),
+    ...(wake.tool ? { 'gen_ai.tool.name': wake.tool } : {}),
+  };
 }

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { AirlockError } from './errors.js';
 import { canonicalJson } from '../audit/hash-chain.js';
 import type { GuardState, SessionRecord } from './session.js';
+import type { ContractBudgets, SessionContract } from './session-contract.js';
 import { secondsBetween } from './clock.js';
 
 /** Budgets and breaker settings read from a contract. */
@@ -19,16 +20,14 @@ export interface GuardLimits {
 
 const MAX_TRACKED_KEYS = 64;
 
-/** Reads the guard limits of a session's contract. */
-export function guardLimitsOf(session: SessionRecord): GuardLimits {
-  const contract = session.contract as {
-    budgets?: { maxToolCalls?: number; maxCpuSeconds?: number; maxWallSeconds?: number };
-    guard?: { maxIdenticalFailures?: number };
-  };
-  const limits: GuardLimits = { maxIdenticalFailures: contract.guard?.maxIdenticalFailures ?? 20 };
-  if (contract.budgets?.maxToolCalls !== undefined) limits.maxToolCalls = contract.budgets.maxToolCalls;
-  if (contract.budgets?.maxCpuSeconds !== undefined) limits.maxCpuSeconds = contract.budgets.maxCpuSeconds;
-  if (contract.budgets?.maxWallSeconds !== undefined) limits.maxWallSeconds = contract.budgets.maxWallSeconds;
+/** Reads the guard limits of a session's contract (contracts stored before a key existed lack it). */
+export function guardLimitsOf(session: Pick<SessionRecord, 'contract'>): GuardLimits {
+  const budgets: Partial<ContractBudgets> = session.contract.budgets ?? {};
+  const guard: Partial<SessionContract['guard']> = session.contract.guard ?? {};
+  const limits: GuardLimits = { maxIdenticalFailures: guard.maxIdenticalFailures ?? 20 };
+  if (budgets.maxToolCalls !== undefined) limits.maxToolCalls = budgets.maxToolCalls;
+  if (budgets.maxCpuSeconds !== undefined) limits.maxCpuSeconds = budgets.maxCpuSeconds;
+  if (budgets.maxWallSeconds !== undefined) limits.maxWallSeconds = budgets.maxWallSeconds;
   return limits;
 }
 
@@ -37,12 +36,17 @@ export function callKey(tool: string, args: unknown): string {
   return createHash('sha256').update(`${tool}\n${canonicalJson(args)}`).digest('hex').slice(0, 24);
 }
 
-/** Throws RUNAWAY_DETECTED or BUDGET_EXCEEDED when the call must not proceed. */
-export function checkGuards(session: SessionRecord, now: Date): void {
+/**
+ * Why a call must not proceed (RUNAWAY_DETECTED or BUDGET_EXCEEDED), or
+ * undefined. Counts `meters.toolCalls` as reserved: calls admitted and not
+ * yet finished already hold their share, so N concurrent calls against a
+ * budget of K admit exactly K.
+ */
+export function guardRefusal(session: SessionRecord, now: Date): AirlockError | undefined {
   const limits = guardLimitsOf(session);
   const tripped = session.guard.tripped;
   if (tripped) {
-    throw new AirlockError(
+    return new AirlockError(
       'RUNAWAY_DETECTED',
       `the same call failed ${tripped.count} times in a row; calls are stopped until a human resets the breaker with \`airlock sessions reset-guard ${session.id}\``,
       { details: { sessionId: session.id, callKey: tripped.callKey, count: tripped.count, trippedAt: tripped.at } },
@@ -50,15 +54,16 @@ export function checkGuards(session: SessionRecord, now: Date): void {
   }
   const meters = session.meters;
   if (limits.maxToolCalls !== undefined && meters.toolCalls >= limits.maxToolCalls) {
-    throw budget(session, 'maxToolCalls', meters.toolCalls, limits.maxToolCalls, 'tool calls');
+    return budget(session, 'maxToolCalls', meters.toolCalls, limits.maxToolCalls, 'tool calls');
   }
   if (limits.maxCpuSeconds !== undefined && meters.cpuSeconds >= limits.maxCpuSeconds) {
-    throw budget(session, 'maxCpuSeconds', meters.cpuSeconds, limits.maxCpuSeconds, 'CPU seconds');
+    return budget(session, 'maxCpuSeconds', meters.cpuSeconds, limits.maxCpuSeconds, 'CPU seconds');
   }
   if (limits.maxWallSeconds !== undefined) {
     const running = meters.runningSeconds + (session.state === 'running' ? secondsBetween(session.stateSince, now) : 0);
-    if (running >= limits.maxWallSeconds) throw budget(session, 'maxWallSeconds', running, limits.maxWallSeconds, 'running seconds');
+    if (running >= limits.maxWallSeconds) return budget(session, 'maxWallSeconds', running, limits.maxWallSeconds, 'running seconds');
   }
+  return undefined;
 }
 
 function budget(session: SessionRecord, name: string, used: number, limit: number, unit: string): AirlockError {

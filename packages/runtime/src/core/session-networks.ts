@@ -22,7 +22,7 @@ export interface SessionNetworks {
   /** Cuts the session's open connections so its sandbox can be checkpointed. */
   quiesce(sessionId: string): Promise<void>;
   /** Applies a new contract version at once (cuts connections it no longer allows). */
-  policyChanged(sessionId: string): void;
+  policyChanged(sessionId: string): Promise<void>;
   /** Closes the session's gateway and deletes its network state (idempotent). */
   release(sessionId: string): Promise<void>;
 }

@@ -20,32 +20,43 @@ export class SessionPorts {
   constructor(private readonly sessions: SessionService) {}
 
   /** The exposed ports of a session, ascending. */
-  list(sessionId: string): number[] {
-    return [...(this.sessions.get(sessionId).exposedPorts ?? [])];
+  async list(sessionId: string): Promise<number[]> {
+    return [...((await this.sessions.get(sessionId)).exposedPorts ?? [])];
   }
 
   /** Makes `port` reachable through the server's proxy; idempotent. */
-  expose(sessionId: string, port: number): SessionRecord {
+  async expose(sessionId: string, port: number): Promise<SessionRecord> {
     checkPort(port);
-    const session = this.sessions.get(sessionId);
-    requireMachineSession(session);
-    const ports = session.exposedPorts ?? [];
-    if (ports.includes(port)) return session;
-    if (ports.length >= MAX_EXPOSED_PORTS) {
-      throw new AirlockError('INVALID_ARGUMENTS', `session ${sessionId} already exposes ${MAX_EXPOSED_PORTS} ports; remove one with \`airlock ports rm\``, { details: { field: 'port' } });
-    }
-    return this.sessions.commit(session, { exposedPorts: [...ports, port].sort((a, b) => a - b) }, 'port.exposed', { port });
+    requireMachineSession(await this.sessions.getOwned(sessionId));
+    return this.sessions.records.update(
+      sessionId,
+      (fresh) => {
+        const ports = fresh.exposedPorts ?? [];
+        if (ports.includes(port)) return undefined;
+        if (ports.length >= MAX_EXPOSED_PORTS) {
+          throw new AirlockError('INVALID_ARGUMENTS', `session ${sessionId} already exposes ${MAX_EXPOSED_PORTS} ports; remove one with \`airlock ports rm\``, { details: { field: 'port' } });
+        }
+        return { exposedPorts: [...ports, port].sort((a, b) => a - b) };
+      },
+      { type: 'port.exposed', data: { port } },
+    );
   }
 
   /** Makes `port` unreachable again; connections already open finish. */
-  unexpose(sessionId: string, port: number): SessionRecord {
+  async unexpose(sessionId: string, port: number): Promise<SessionRecord> {
     checkPort(port);
-    const session = this.sessions.get(sessionId);
-    const ports = session.exposedPorts ?? [];
-    if (!ports.includes(port)) {
-      throw new AirlockError('NOT_FOUND', `port ${port} of session ${sessionId} is not exposed; list them with \`airlock ports ls ${sessionId}\``, { details: { port } });
-    }
-    return this.sessions.commit(session, { exposedPorts: ports.filter((p) => p !== port) }, 'port.unexposed', { port });
+    await this.sessions.getOwned(sessionId);
+    return this.sessions.records.update(
+      sessionId,
+      (fresh) => {
+        const ports = fresh.exposedPorts ?? [];
+        if (!ports.includes(port)) {
+          throw new AirlockError('NOT_FOUND', `port ${port} of session ${sessionId} is not exposed; list them with \`airlock ports ls ${sessionId}\``, { details: { port } });
+        }
+        return { exposedPorts: ports.filter((p) => p !== port) };
+      },
+      { type: 'port.unexposed', data: { port } },
+    );
   }
 
   /**
@@ -55,21 +66,31 @@ export class SessionPorts {
    */
   async forward<T>(sessionId: string, port: number, work: (socket: Duplex) => Promise<T>): Promise<{ result: T; resumeMs: number }> {
     checkPort(port);
-    const session = this.sessions.get(sessionId);
+    const session = await this.sessions.getOwned(sessionId);
     requireMachineSession(session);
     if (!(session.exposedPorts ?? []).includes(port)) {
       throw new AirlockError('INVALID_STATE', `port ${port} of session ${sessionId} is not exposed; run \`airlock ports expose ${sessionId} ${port}\` first`, {
         details: { sessionId, port },
       });
     }
-    return this.sessions.withMachine(sessionId, async (handle) => {
-      const socket = await this.sessions.drivers.forHandle(handle).connect(handle, port);
-      try {
-        return await work(socket);
-      } finally {
-        socket.destroy();
-      }
-    });
+    await this.sessions.usage.touch(sessionId);
+    try {
+      return await this.sessions.withMachine(
+        sessionId,
+        async (handle) => {
+          const socket = await this.sessions.drivers.forHandle(handle).connect(handle, port);
+          try {
+            return await work(socket);
+          } finally {
+            socket.destroy();
+          }
+        },
+        { reason: 'port' },
+      );
+    } finally {
+      // idleness counts from the end of the connection, not its start
+      await this.sessions.usage.touch(sessionId).catch(() => undefined);
+    }
   }
 }
 

@@ -5,11 +5,15 @@
  * adopted, and anything on the host that no session owns is removed.
  */
 import type { SandboxDriver, SandboxHandle, SandboxListing } from './sandbox-driver.js';
+import type { SandboxDrivers } from './sandbox-drivers.js';
+import type { SandboxSpecs } from './sandbox-specs.js';
 import type { SessionDisks } from './session-disks.js';
 import type { SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { Store } from './store.js';
 import type { SessionRecord } from './session.js';
-import type { SessionService } from './session-service.js';
+import type { SessionRecords } from './session-records.js';
+import type { SnapshotDisposal } from './snapshot-disposal.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import { isAirlockError, toAirlockError } from './errors.js';
 
 /** Something reconciliation could not fix: the server starts anyway and reports it. */
@@ -31,18 +35,28 @@ export interface ReconcileReport {
   problems: ReconcileProblem[];
 }
 
+/** What reconciliation works with. */
+export interface ReconcileDeps {
+  store: Store;
+  audit: AuditLog;
+  records: SessionRecords;
+  disposal: SnapshotDisposal;
+  drivers: SandboxDrivers;
+  specs: SandboxSpecs;
+  disks: SessionDisks;
+  artifacts: SnapshotArtifacts;
+}
+
 /**
  * Brings the store and the host into agreement. Never throws: each session,
  * sandbox, disk and snapshot is handled on its own, and what cannot be fixed
  * is reported (and audited) instead of stopping the server from starting.
+ * Only this server's sessions are touched: sessions of other servers sharing
+ * the store live on their hosts, and their records are theirs to change.
  */
-export async function reconcileSessions(deps: {
-  store: Store;
-  disks: SessionDisks;
-  artifacts: SnapshotArtifacts;
-  sessions: SessionService;
-}): Promise<ReconcileReport> {
-  const { store, disks, artifacts, sessions } = deps;
+export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileReport> {
+  const { store, audit, records, disposal, drivers, specs, disks, artifacts } = deps;
+  const owner = records.owner;
   const report: ReconcileReport = { adopted: [], rolledBack: [], completed: [], failed: [], orphansRemoved: [], problems: [] };
 
   /** Runs one repair; a failure becomes a reported problem instead of an abort. */
@@ -53,7 +67,7 @@ export async function reconcileSessions(deps: {
       const failure = toAirlockError(error);
       report.problems.push({ item, code: failure.code, message: failure.message });
       try {
-        store.appendAudit({ sessionId: '', type: 'reconcile.problem-found', data: { item, code: failure.code, message: failure.message } });
+        await audit.appendNow(store, { sessionId: '', type: 'reconcile.problem-found', data: { item, code: failure.code, message: failure.message } });
       } catch {
         // the report still carries it
       }
@@ -62,7 +76,7 @@ export async function reconcileSessions(deps: {
 
   let live: SessionRecord[] = [];
   await attempt('sessions', async () => {
-    live = store.listSessions().filter((session) => session.state !== 'terminated' || session.pendingOperation);
+    live = (await store.listSessions({ owner })).filter((session) => session.state !== 'terminated' || session.pendingOperation);
   });
   for (const session of live) {
     await attempt(session.id, async () => {
@@ -72,22 +86,23 @@ export async function reconcileSessions(deps: {
         // Object storage down says nothing about the session: it stays as it was, and the problem is reported.
         if (isAirlockError(error, 'OBJECT_STORAGE_UNAVAILABLE')) throw error;
         const failure = toAirlockError(error);
-        sessions.commit(session, { state: 'failed', pendingOperation: null, failure: { code: failure.code, message: failure.message } }, 'session.reconciled', {
-          outcome: 'failed',
-          code: failure.code,
-          message: failure.message,
-        });
+        await records.transition(
+          session.id,
+          'fail',
+          { type: 'session.reconciled', data: { outcome: 'failed', code: failure.code, message: failure.message } },
+          { failure: { code: failure.code, message: failure.message } },
+        );
         report.failed.push(session.id);
       }
     });
   }
 
-  // Sandboxes, of every driver: what no session's record holds is an orphan (a crash mid-create, mid-restore, a per-call run).
+  // Sandboxes, of every driver on this host: what no session's record holds is an orphan (a crash mid-create, mid-restore, a per-call run).
   const owned = new Set<string>();
   await attempt('sessions', async () => {
-    for (const session of store.listSessions()) if (session.sandbox && session.state !== 'terminated') owned.add(session.sandbox.sandboxId);
+    for (const session of await store.listSessions()) if (session.sandbox && session.state !== 'terminated') owned.add(session.sandbox.sandboxId);
   });
-  for (const driver of sessions.drivers.all()) {
+  for (const driver of drivers.all()) {
     let listings: SandboxListing[] = [];
     await attempt(`sandboxes:${driver.name}`, async () => {
       listings = await driver.list();
@@ -108,7 +123,7 @@ export async function reconcileSessions(deps: {
   });
   const withDisks = new Set<string>();
   await attempt('sessions', async () => {
-    for (const session of store.listSessions()) if (session.state !== 'terminated') withDisks.add(session.id);
+    for (const session of await store.listSessions()) if (session.state !== 'terminated') withDisks.add(session.id);
   });
   for (const sessionId of disksOnHost) {
     if (withDisks.has(sessionId)) continue;
@@ -124,15 +139,15 @@ export async function reconcileSessions(deps: {
   // A crash right after a suspend was recorded leaves the image it superseded: nothing resumes from it.
   let superseded: string[] = [];
   await attempt('snapshots', async () => {
-    const current = new Map(store.listSessions().map((session) => [session.id, session.resumeSnapshotId]));
-    superseded = store
-      .listSnapshots()
-      .filter((snapshot) => snapshot.reason === 'suspend' && !snapshot.deletedAt && current.get(snapshot.sessionId) !== snapshot.id)
+    // Only this server's sessions: another server's snapshots are on its host.
+    const current = new Map((await store.listSessions({ owner })).map((session) => [session.id, session.resumeSnapshotId]));
+    superseded = (await store.listSnapshots())
+      .filter((snapshot) => snapshot.reason === 'suspend' && !snapshot.deletedAt && current.has(snapshot.sessionId) && current.get(snapshot.sessionId) !== snapshot.id)
       .map((snapshot) => snapshot.id);
   });
   for (const snapshotId of superseded) {
     await attempt(`snapshot:${snapshotId}`, async () => {
-      await sessions.dropSnapshot(snapshotId, 'superseded');
+      await disposal.drop(snapshotId, 'superseded');
       report.completed.push(`snapshot:${snapshotId}`);
     });
   }
@@ -142,7 +157,7 @@ export async function reconcileSessions(deps: {
   });
   const keptSnapshots = new Set<string>();
   await attempt('snapshots', async () => {
-    for (const snapshot of store.listSnapshots()) if (!snapshot.deletedAt) keptSnapshots.add(snapshot.id);
+    for (const snapshot of await store.listSnapshots()) if (!snapshot.deletedAt) keptSnapshots.add(snapshot.id);
   });
   for (const snapshotId of snapshotsOnHost) {
     if (keptSnapshots.has(snapshotId)) continue;
@@ -154,37 +169,50 @@ export async function reconcileSessions(deps: {
   return report;
 
   async function reconcileOne(session: SessionRecord): Promise<void> {
-    const driver: SandboxDriver = sessions.driverOf(session);
     const handle: SandboxHandle | null = session.sandbox;
+    const driver: SandboxDriver = drivers.forSession(session);
     const status = handle ? await driver.status(handle) : 'missing';
     const alive = status === 'running' || status === 'paused';
     switch (session.pendingOperation) {
       case 'create': {
         if (handle) await driver.destroy(handle);
         await disks.destroy(session.id);
-        sessions.commit(session, { state: 'failed', pendingOperation: null, sandbox: null, failure: { code: 'INTERNAL', message: 'the server stopped while the session was being created' } }, 'session.reconciled', { outcome: 'failed', interrupted: 'create' });
+        await records.transition(
+          session.id,
+          'fail',
+          { type: 'session.reconciled', data: { outcome: 'failed', interrupted: 'create' } },
+          { sandbox: null, failure: { code: 'INTERNAL', message: 'the server stopped while the session was being created' } },
+        );
         report.failed.push(session.id);
         return;
       }
       case 'suspend': {
-        const snapshotId = pendingSnapshotId(store, session.id);
+        const snapshotId = await pendingSnapshotId(store, session.id);
         if (alive) {
           if (snapshotId) await artifacts.remove(snapshotId);
           if (status === 'paused' && handle) await driver.unpause(handle);
-          sessions.commit(session, { state: 'running', pendingOperation: null }, 'session.reconciled', { outcome: 'running', interrupted: 'suspend', action: 'rolled back' });
+          await records.transition(session.id, 'cancel-suspend', { type: 'session.reconciled', data: { outcome: 'running', interrupted: 'suspend', action: 'rolled back' } });
           report.rolledBack.push(session.id);
           return;
         }
         if (snapshotId && (await artifacts.list()).includes(snapshotId)) {
           const { checksum, sizeBytes } = await artifacts.seal(snapshotId, { liveDiskOf: session.id });
           if (handle) await driver.destroy(handle);
-          store.insertSnapshot({
-            id: snapshotId, sessionId: session.id, name: null, parentSnapshotId: session.resumeSnapshotId,
-            imageName: session.imageName, imageDigest: session.imageDigest, contractVersion: session.contractVersion,
-            reason: 'suspend', path: artifacts.pathFor(snapshotId), sizeBytes, checksum,
-            createdAt: new Date().toISOString(), expiresAt: null, deletedAt: null,
+          await store.transaction(async (tx) => {
+            await tx.insertSnapshot({
+              id: snapshotId, sessionId: session.id, name: null, parentSnapshotId: session.resumeSnapshotId,
+              imageName: session.imageName, imageDigest: session.imageDigest, contractVersion: session.contractVersion,
+              reason: 'suspend', path: artifacts.pathFor(snapshotId), sizeBytes, checksum,
+              createdAt: records.now().toISOString(), expiresAt: null, deletedAt: null,
+            });
+            await records.transition(
+              session.id,
+              'finish-suspend',
+              { type: 'session.reconciled', data: { outcome: 'suspended', interrupted: 'suspend', action: 'completed', snapshotId } },
+              { sandbox: null, resumeSnapshotId: snapshotId },
+              { tx },
+            );
           });
-          sessions.commit(session, { state: 'suspended', pendingOperation: null, sandbox: null, resumeSnapshotId: snapshotId }, 'session.reconciled', { outcome: 'suspended', interrupted: 'suspend', action: 'completed', snapshotId });
           report.completed.push(session.id);
           return;
         }
@@ -193,15 +221,20 @@ export async function reconcileSessions(deps: {
       case 'resume': {
         // The restore never reported success, so nothing was acknowledged: go back to the snapshot.
         // The half-restored sandbox has no handle in the record: the orphan sweep below removes it.
-        sessions.commit(session, { state: 'suspended', pendingOperation: null, sandbox: null }, 'session.reconciled', { outcome: 'suspended', interrupted: 'resume', action: 'rolled back' });
+        await records.transition(session.id, 'cancel-resume', { type: 'session.reconciled', data: { outcome: 'suspended', interrupted: 'resume', action: 'rolled back' } }, { sandbox: null });
         report.rolledBack.push(session.id);
         return;
       }
       case 'terminate': {
         if (handle) await driver.destroy(handle);
         await disks.destroy(session.id);
-        for (const snapshot of store.listSnapshots({ sessionId: session.id })) await sessions.dropSnapshot(snapshot.id, 'session-terminated');
-        sessions.commit(session, { state: 'terminated', pendingOperation: null, sandbox: null, resumeSnapshotId: null }, 'session.reconciled', { outcome: 'terminated', interrupted: 'terminate', action: 'completed' });
+        for (const snapshot of await store.listSnapshots({ sessionId: session.id })) await disposal.drop(snapshot.id, 'session-terminated');
+        await records.transition(
+          session.id,
+          'finish-terminate',
+          { type: 'session.reconciled', data: { outcome: 'terminated', interrupted: 'terminate', action: 'completed' } },
+          { sandbox: null, resumeSnapshotId: null },
+        );
         report.completed.push(session.id);
         return;
       }
@@ -209,33 +242,39 @@ export async function reconcileSessions(deps: {
         break;
     }
     if (session.state === 'suspended' && session.resumeSnapshotId && (await artifacts.has(session.resumeSnapshotId))) {
-      if (session.pendingOperation) sessions.commit(session, { pendingOperation: null }, 'session.reconciled', { outcome: 'suspended' });
+      if (session.pendingOperation) await records.transition(session.id, 'settle-suspended', { type: 'session.reconciled', data: { outcome: 'suspended' } });
       return;
     }
     if (session.mode === 'per-call' && session.state === 'running') {
-      await sessions.diskVolume(driver, session.id);
+      await specs.diskVolume(driver, session.id);
       report.adopted.push(session.id);
       return;
     }
     if ((session.state === 'running' || session.state === 'paused') && alive) {
       // A microVM holds its disk as a block device: it must stay unmounted on the host.
-      await sessions.diskVolume(driver, session.id);
+      await specs.diskVolume(driver, session.id);
       const state = status === 'paused' ? 'paused' : 'running';
       if (state !== session.state || session.pendingOperation) {
-        sessions.commit(session, { state, pendingOperation: null }, 'session.reconciled', { outcome: state, action: 'adopted' });
+        await records.transition(session.id, state === 'paused' ? 'adopt-paused' : 'adopt-running', { type: 'session.reconciled', data: { outcome: state, action: 'adopted' } });
       }
       report.adopted.push(session.id);
       return;
     }
     if (session.state === 'failed' && !session.pendingOperation) return;
     if (handle) await driver.destroy(handle);
-    sessions.commit(session, { state: 'failed', pendingOperation: null, sandbox: null, failure: { code: 'SANDBOX_DIED', message: 'the machine stopped while the server was down; its disk is kept' } }, 'session.reconciled', { outcome: 'failed', sandboxStatus: status });
+    await records.transition(
+      session.id,
+      'fail',
+      { type: 'session.reconciled', data: { outcome: 'failed', sandboxStatus: status } },
+      { sandbox: null, failure: { code: 'SANDBOX_DIED', message: 'the machine stopped while the server was down; its disk is kept' } },
+    );
     report.failed.push(session.id);
   }
 }
 
-function pendingSnapshotId(store: Store, sessionId: string): string | undefined {
-  const started = store.listAudit(sessionId, { types: ['session.suspend-started'] }).at(-1);
+async function pendingSnapshotId(store: Store, sessionId: string): Promise<string | undefined> {
+  const started = (await store.listAudit(sessionId, { types: ['session.suspend-started'] })).at(-1);
   const id = started?.data['snapshotId'];
   return typeof id === 'string' ? id : undefined;
 }
+

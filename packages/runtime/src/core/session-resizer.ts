@@ -13,6 +13,7 @@ import { AirlockError } from './errors.js';
 import type { SandboxResources } from './sandbox-driver.js';
 import type { SessionService } from './session-service.js';
 import type { SessionRecord } from './session.js';
+import type { ContractResources } from './session-contract.js';
 
 /** What a resize asks for; an absent field keeps its current value. */
 export interface ResizeRequest {
@@ -37,7 +38,7 @@ const MB = 1024 * 1024;
 
 /** The resize ceiling of a session, from its contract. */
 export function resizeCeilingOf(session: Pick<SessionRecord, 'contract' | 'resources'>): ResizeCeiling {
-  const declared = (session.contract['resources'] ?? {}) as { cpus?: number; memoryMb?: number; maxCpus?: number; maxMemoryMb?: number };
+  const declared: Partial<ContractResources> = session.contract.resources;
   const startCpus = declared.cpus ?? session.resources.cpus;
   const startMemoryMb = declared.memoryMb ?? session.resources.memoryMb;
   return {
@@ -52,7 +53,7 @@ export class SessionResizer {
 
   /** Resizes the session's machine in place and records it (`session.resized`). */
   async resize(sessionId: string, request: ResizeRequest): Promise<SessionRecord> {
-    const session = this.sessions.get(sessionId);
+    const session = await this.sessions.getOwned(sessionId);
     if (session.mode !== 'machine') {
       throw new AirlockError('INVALID_STATE', `session ${sessionId} runs each call in a fresh sandbox and has no machine to resize; per-call sandboxes take the contract's resources`, {
         details: { sessionId, mode: session.mode },
@@ -82,7 +83,7 @@ export class SessionResizer {
         }
         // The driver writes memory first, and the kernel refuses a limit below use (EBUSY) before anything changed.
         await driver.resize(handle, to);
-        return this.sessions.commit(current, { resources: { ...current.resources, ...to } }, 'session.resized', { from, to, ceiling });
+        return this.sessions.records.update(sessionId, (fresh) => ({ resources: { ...fresh.resources, ...to } }), { type: 'session.resized', data: { from, to, ceiling } });
       });
       return result;
     });

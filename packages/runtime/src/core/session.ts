@@ -6,6 +6,7 @@
  * crash knows what was half done.
  */
 import type { SandboxHandle, SandboxResources } from './sandbox-driver.js';
+import type { SessionContract } from './session-contract.js';
 import { AirlockError } from './errors.js';
 
 /** Lifecycle states of a session. */
@@ -47,6 +48,10 @@ export interface SessionMeters {
 /** A session as stored. */
 export interface SessionRecord {
   id: string;
+  /** incremented by every write; a write names the version it read (compare-and-set) */
+  version: number;
+  /** the server (data dir) that manages the session's machine, disk and snapshots */
+  owner: string;
   state: SessionState;
   pendingOperation: LifecycleOperation | null;
   mode: ExecutionMode;
@@ -55,8 +60,8 @@ export interface SessionRecord {
   imageName: string;
   imageDigest: string;
   contractVersion: number;
-  /** the session contract, as validated at creation (immutable) */
-  contract: Record<string, unknown>;
+  /** the session contract, as validated at creation; a change is a new version */
+  contract: SessionContract;
   resources: SandboxResources;
   sandbox: SandboxHandle | null;
   /** the sandbox driver (`gvisor`, `microvm`) of every machine of the session; absent in records before driver spec v2: gvisor */
@@ -100,13 +105,14 @@ export interface SessionEvent {
 /** What differs between new sessions; everything else starts the same for all. */
 export type NewSessionFields = Pick<
   SessionRecord,
-  'mode' | 'tenant' | 'principal' | 'imageName' | 'imageDigest' | 'contractVersion' | 'contract' | 'resources' | 'generation' | 'lineage' | 'driver'
+  'owner' | 'mode' | 'tenant' | 'principal' | 'imageName' | 'imageDigest' | 'contractVersion' | 'contract' | 'resources' | 'generation' | 'lineage' | 'driver'
 >;
 
 /** The record of a session about to be created: `creating`, with its create pending, no machine, empty meters. */
 export function newSessionRecord(id: string, fields: NewSessionFields, now: string): SessionRecord {
   return {
     id,
+    version: 1,
     state: 'creating',
     pendingOperation: 'create',
     ...fields,
@@ -141,35 +147,6 @@ export function emptyMeters(): SessionMeters {
     diskBytes: 0,
     snapshotBytes: 0,
   };
-}
-
-const ALLOWED_FROM: Record<LifecycleOperation, readonly SessionState[]> = {
-  create: ['creating'],
-  suspend: ['running', 'paused'],
-  resume: ['suspended', 'paused'],
-  pause: ['running'],
-  unpause: ['paused'],
-  terminate: ['creating', 'running', 'paused', 'suspended', 'failed'],
-  resize: ['running', 'paused'],
-};
-
-const HINT: Partial<Record<SessionState, string>> = {
-  terminated: 'it was terminated; create a new session',
-  failed: 'it failed; read its failure with `airlock sessions get` and terminate it',
-  suspended: 'it is suspended; resume it first',
-  running: 'it is already running',
-  paused: 'it is paused; the next call wakes it',
-  creating: 'it is still being created; retry in a moment',
-};
-
-/** Throws INVALID_STATE unless `operation` is allowed from the session's current state. */
-export function assertTransition(session: Pick<SessionRecord, 'id' | 'state'>, operation: LifecycleOperation): void {
-  if (ALLOWED_FROM[operation].includes(session.state)) return;
-  throw new AirlockError(
-    'INVALID_STATE',
-    `cannot ${operation} session ${session.id}: ${HINT[session.state] ?? `it is ${session.state}`}`,
-    { details: { sessionId: session.id, state: session.state, operation } },
-  );
 }
 
 /** True for states from which no tool call can ever run again. */
@@ -208,6 +185,14 @@ export function requireCallableState(session: SessionRecord): void {
       details: { sessionId: session.id, state: session.state },
     });
   }
+}
+
+/** Refuses work on a session another server manages: its machine, disk and snapshots are on that server's host. */
+export function requireOwned(session: Pick<SessionRecord, 'id' | 'owner'>, owner: string): void {
+  if (session.owner === owner) return;
+  throw new AirlockError('SESSION_NOT_OWNED', `session ${session.id} is managed by another Airlock server (${session.owner}); send its calls to that server`, {
+    details: { sessionId: session.id, owner: session.owner },
+  });
 }
 
 /** The handle of the session's running machine, or INVALID_STATE. */

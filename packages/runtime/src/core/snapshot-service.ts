@@ -12,8 +12,11 @@ import type { SessionDisks } from './session-disks.js';
 import type { SealedSnapshot, SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotReason, SnapshotRecord } from './snapshot.js';
 import type { Store } from './store.js';
-import type { SessionService } from './session-service.js';
-import type { SessionRecord } from './session.js';
+import type { SessionRecords } from './session-records.js';
+import type { SessionLocks } from './session-locks.js';
+import type { SnapshotDisposal } from './snapshot-disposal.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import { requireOwned, type SessionRecord } from './session.js';
 import { AirlockError, toAirlockError } from './errors.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
@@ -21,10 +24,13 @@ import { systemClock, type Clock } from './clock.js';
 /** Collaborators of the snapshot service. */
 export interface SnapshotServiceDeps {
   store: Store;
+  audit: AuditLog;
+  records: SessionRecords;
+  locks: SessionLocks;
   drivers: SandboxDrivers;
   disks: SessionDisks;
   artifacts: SnapshotArtifacts;
-  sessions: SessionService;
+  disposal: SnapshotDisposal;
   clock?: Clock;
 }
 
@@ -36,26 +42,40 @@ export interface RetentionSweeper {
 /** Creates, lists, removes and expires snapshots. */
 export class SnapshotService {
   private readonly store: Store;
+  private readonly audit: AuditLog;
+  private readonly records: SessionRecords;
+  private readonly locks: SessionLocks;
   private readonly drivers: SandboxDrivers;
   private readonly disks: SessionDisks;
   private readonly artifacts: SnapshotArtifacts;
-  private readonly sessions: SessionService;
+  private readonly disposal: SnapshotDisposal;
   private readonly clock: Clock;
 
   constructor(deps: SnapshotServiceDeps) {
     this.store = deps.store;
+    this.audit = deps.audit;
+    this.records = deps.records;
+    this.locks = deps.locks;
     this.drivers = deps.drivers;
     this.disks = deps.disks;
     this.artifacts = deps.artifacts;
-    this.sessions = deps.sessions;
+    this.disposal = deps.disposal;
     this.clock = deps.clock ?? systemClock;
+  }
+
+  /** The session, refused unless this server manages it (its machine and disk are on this host). */
+  private async owned(sessionId: string): Promise<SessionRecord> {
+    const session = await this.records.get(sessionId);
+    requireOwned(session, this.records.owner);
+    return session;
   }
 
   /** Snapshots a running (or paused) session; it is paused only while memory and disk are saved, then runs on. */
   async create(sessionId: string, options: { name?: string | null; reason?: Exclude<SnapshotReason, 'suspend'> } = {}): Promise<SnapshotRecord> {
     const snapshotId = newId('snap');
-    const { session, pausedMs } = await this.sessions.locks.exclusive(sessionId, async () => {
-      const session = this.sessions.get(sessionId);
+    await this.owned(sessionId);
+    const { session, pausedMs } = await this.locks.exclusive(sessionId, async () => {
+      const session = await this.records.get(sessionId);
       requireLiveMachine(session);
       const handle = session.sandbox;
       if (!handle) throw new AirlockError('INVALID_STATE', `session ${session.id} has no running machine`, { details: { sessionId } });
@@ -75,7 +95,7 @@ export class SnapshotService {
         }
       } catch (error) {
         await this.artifacts.remove(snapshotId).catch(() => undefined);
-        throw this.failed(session, snapshotId, error);
+        throw await this.failed(session, snapshotId, error);
       }
       return { session, pausedMs: Date.now() - pausedAt };
     });
@@ -85,7 +105,7 @@ export class SnapshotService {
 
   /** A snapshot of the session as it is now: of its machine when it runs, of its suspend image when it sleeps. */
   async capture(sessionId: string, options: { name?: string | null; reason?: Exclude<SnapshotReason, 'suspend'> } = {}): Promise<SnapshotRecord> {
-    const session = this.sessions.get(sessionId);
+    const session = await this.owned(sessionId);
     if (session.mode === 'machine' && session.state === 'suspended') return this.fromSuspended(sessionId, options);
     return this.create(sessionId, options);
   }
@@ -96,9 +116,10 @@ export class SnapshotService {
    */
   async fromSuspended(sessionId: string, options: { name?: string | null; reason?: Exclude<SnapshotReason, 'suspend'> } = {}): Promise<SnapshotRecord> {
     const snapshotId = newId('snap');
-    const { session, memory } = await this.sessions.locks.exclusive(sessionId, async () => {
-      const session = this.sessions.get(sessionId);
-      const memory = session.resumeSnapshotId ? this.store.getSnapshot(session.resumeSnapshotId) : undefined;
+    await this.owned(sessionId);
+    const { session, memory } = await this.locks.exclusive(sessionId, async () => {
+      const session = await this.records.get(sessionId);
+      const memory = session.resumeSnapshotId ? await this.store.getSnapshot(session.resumeSnapshotId) : undefined;
       if (session.state !== 'suspended' || !memory || memory.deletedAt) {
         throw new AirlockError('INVALID_STATE', `session ${sessionId} is not suspended with a memory image (it is ${session.state})`, { details: { sessionId, state: session.state } });
       }
@@ -111,7 +132,7 @@ export class SnapshotService {
         await this.disks.snapshot(session.id, this.artifacts.diskPathFor(snapshotId));
       } catch (error) {
         await this.artifacts.remove(snapshotId).catch(() => undefined);
-        throw this.failed(session, snapshotId, error);
+        throw await this.failed(session, snapshotId, error);
       }
       return { session, memory };
     });
@@ -119,8 +140,8 @@ export class SnapshotService {
   }
 
   /** The snapshot (also when its bytes were deleted), or SNAPSHOT_NOT_FOUND. */
-  get(id: string): SnapshotRecord {
-    const snapshot = this.store.getSnapshot(id);
+  async get(id: string): Promise<SnapshotRecord> {
+    const snapshot = await this.store.getSnapshot(id);
     if (!snapshot) {
       throw new AirlockError('SNAPSHOT_NOT_FOUND', `snapshot ${id} does not exist; list snapshots with \`airlock snapshots ls\``, { details: { snapshotId: id } });
     }
@@ -128,14 +149,14 @@ export class SnapshotService {
   }
 
   /** Snapshots, oldest first; deleted ones only when asked. */
-  list(query: { sessionId?: string; includeDeleted?: boolean } = {}): SnapshotRecord[] {
-    const all = this.store.listSnapshots(query.sessionId === undefined ? {} : { sessionId: query.sessionId });
+  async list(query: { sessionId?: string; includeDeleted?: boolean } = {}): Promise<SnapshotRecord[]> {
+    const all = await this.store.listSnapshots(query.sessionId === undefined ? {} : { sessionId: query.sessionId });
     return query.includeDeleted ? all : all.filter((snapshot) => !snapshot.deletedAt);
   }
 
   /** The snapshot if its bytes still exist and have not expired; else SNAPSHOT_NOT_FOUND saying why. */
-  restorable(id: string): SnapshotRecord {
-    const snapshot = this.get(id);
+  async restorable(id: string): Promise<SnapshotRecord> {
+    const snapshot = await this.get(id);
     const now = this.clock.now();
     const expired = snapshot.expiresAt !== null && Date.parse(snapshot.expiresAt) <= Date.parse(snapshot.deletedAt ?? now.toISOString());
     if (snapshot.deletedAt || expired) {
@@ -149,18 +170,19 @@ export class SnapshotService {
 
   /** Deletes a snapshot's bytes (its record stays, marked deleted); refuses a suspended session's resume point. */
   async remove(id: string): Promise<SnapshotRecord> {
-    this.get(id);
+    const found = await this.get(id);
+    await this.owned(found.sessionId);
     // Keyed by snapshot id: waits for forks restoring from it (they hold it shared).
-    return this.sessions.locks.exclusive(id, async () => {
-      const snapshot = this.get(id);
+    return this.locks.exclusive(id, async () => {
+      const snapshot = await this.get(id);
       if (snapshot.deletedAt) return snapshot;
-      const session = this.store.getSession(snapshot.sessionId);
+      const session = await this.store.getSession(snapshot.sessionId);
       if (session && session.state === 'suspended' && session.resumeSnapshotId === id) {
         throw new AirlockError('INVALID_STATE', `snapshot ${id} is what suspended session ${session.id} resumes from; resume or terminate the session first`, {
           details: { snapshotId: id, sessionId: session.id },
         });
       }
-      return this.dropBytes(snapshot, 'snapshot.deleted', 'removed');
+      return (await this.disposal.drop(snapshot.id, 'removed')) ?? snapshot;
     });
   }
 
@@ -168,12 +190,15 @@ export class SnapshotService {
   async sweepExpired(): Promise<string[]> {
     const now = this.clock.now().getTime();
     const expired: string[] = [];
-    for (const candidate of this.store.listSnapshots()) {
+    const mine = new Set((await this.records.list({ owner: this.records.owner })).map((session) => session.id));
+    for (const candidate of await this.store.listSnapshots()) {
       if (candidate.deletedAt || candidate.expiresAt === null || Date.parse(candidate.expiresAt) > now) continue;
-      await this.sessions.locks.exclusive(candidate.id, async () => {
-        const snapshot = this.store.getSnapshot(candidate.id);
+      // Another server's snapshots are on its host: it expires them.
+      if (!mine.has(candidate.sessionId)) continue;
+      await this.locks.exclusive(candidate.id, async () => {
+        const snapshot = await this.store.getSnapshot(candidate.id);
         if (!snapshot || snapshot.deletedAt) return;
-        await this.dropBytes(snapshot, 'snapshot.expired', 'retention');
+        await this.disposal.drop(snapshot.id, 'retention', 'snapshot.expired');
         expired.push(snapshot.id);
       });
     }
@@ -193,16 +218,6 @@ export class SnapshotService {
     return { stop: () => clearInterval(timer) };
   }
 
-  private async dropBytes(snapshot: SnapshotRecord, type: 'snapshot.deleted' | 'snapshot.expired', reason: string): Promise<SnapshotRecord> {
-    await this.artifacts.remove(snapshot.id);
-    const deleted = { ...snapshot, deletedAt: this.clock.now().toISOString() };
-    this.store.transaction(() => {
-      this.store.updateSnapshot(deleted);
-      this.store.appendAudit({ sessionId: snapshot.sessionId, type, data: { snapshotId: snapshot.id, reason, expiresAt: snapshot.expiresAt } });
-    });
-    return deleted;
-  }
-
   private async sealAndInsert(
     session: SessionRecord,
     snapshotId: string,
@@ -213,14 +228,14 @@ export class SnapshotService {
       sealed = await this.artifacts.seal(snapshotId);
     } catch (error) {
       await this.artifacts.remove(snapshotId).catch(() => undefined);
-      throw this.failed(session, snapshotId, error);
+      throw await this.failed(session, snapshotId, error);
     }
     const record = this.record(session, snapshotId, facts.reason, { checksum: sealed.checksum, sizeBytes: sealed.sizeBytes, parent: facts.parent, name: facts.name });
-    const kept = this.store.transaction(() => {
+    const kept = await this.store.transaction(async (tx) => {
       // A terminate that ran meanwhile deleted the session's snapshots; this one must not outlive it.
-      if (this.store.getSession(session.id)?.state === 'terminated') return false;
-      this.store.insertSnapshot(record);
-      this.store.appendAudit({
+      if ((await tx.lockSession(session.id))?.state === 'terminated') return false;
+      await tx.insertSnapshot(record);
+      await this.audit.append(tx, {
         sessionId: record.sessionId,
         type: 'snapshot.created',
         data: {
@@ -244,9 +259,9 @@ export class SnapshotService {
     return record;
   }
 
-  private failed(session: SessionRecord, snapshotId: string, error: unknown): AirlockError {
+  private async failed(session: SessionRecord, snapshotId: string, error: unknown): Promise<AirlockError> {
     const failure = toAirlockError(error, 'DRIVER_FAILED');
-    this.store.appendAudit({ sessionId: session.id, type: 'snapshot.failed', data: { snapshotId, code: failure.code, message: failure.message } });
+    await this.audit.appendNow(this.store, { sessionId: session.id, type: 'snapshot.failed', data: { snapshotId, code: failure.code, message: failure.message } }).catch(() => undefined);
     return new AirlockError(failure.code, `snapshot of session ${session.id} failed, nothing was kept: ${failure.message}`, {
       cause: failure,
       details: { ...failure.details, sessionId: session.id },
@@ -260,7 +275,8 @@ export class SnapshotService {
     facts: { checksum: string; sizeBytes: number; parent: string | null; name: string | null },
   ): SnapshotRecord {
     const now = this.clock.now();
-    const days = (session.contract as { retention?: { snapshotDays?: number } }).retention?.snapshotDays;
+    // contracts stored before retention existed lack the key
+    const days = (session.contract.retention as { snapshotDays?: number } | undefined)?.snapshotDays;
     return {
       id,
       sessionId: session.id,

@@ -1,11 +1,13 @@
 /**
- * The persistence port of the control plane. Synchronous on purpose: the
- * embedded store (SQLite) commits in microseconds, and a synchronous commit
- * makes "recorded before the effect it allows" trivially true at every call
- * site. See docs/decisions/0002-synchronous-store.md.
+ * The persistence port of the control plane. Asynchronous, so that one core
+ * serves the embedded store (SQLite) and a shared one (PostgreSQL) alike.
+ * Writes happen only inside `transaction(async (tx) => …)`, through the
+ * explicit transaction object: a call site that awaits the transaction knows
+ * that everything it wrote there is durable, together or not at all. See
+ * docs/decisions/0002-asynchronous-store.md.
  */
 import type { SessionRecord, SessionState } from './session.js';
-import type { AuditRecord, AuditAppend } from '../audit/audit-record.js';
+import type { AuditHead, AuditRecord } from '../audit/audit-record.js';
 import type { ApprovalRecord, ApprovalState } from './approval.js';
 import type { SnapshotRecord } from './snapshot.js';
 
@@ -13,34 +15,86 @@ import type { SnapshotRecord } from './snapshot.js';
 export interface SessionQuery {
   states?: SessionState[];
   tenant?: string;
+  /** only sessions managed by this server (see SessionRecord.owner) */
+  owner?: string;
 }
 
-/** Durable state of the control plane. Every write is committed when the call returns. */
-export interface Store {
-  /** Runs `work` in one transaction: all of its writes commit together or none do. */
-  transaction<T>(work: () => T): T;
+/** Filters for reading a session's audit chain. */
+export interface AuditQuery {
+  afterSeq?: number;
+  limit?: number;
+  types?: string[];
+}
 
-  insertSession(session: SessionRecord): void;
-  getSession(id: string): SessionRecord | undefined;
-  updateSession(session: SessionRecord): void;
-  listSessions(query?: SessionQuery): SessionRecord[];
+/** Filters for listing approvals. */
+export interface ApprovalQuery {
+  sessionId?: string;
+  states?: ApprovalState[];
+}
 
-  /** Appends to the session's hash chain (sessionId '' is the system chain). */
-  appendAudit(entry: AuditAppend): AuditRecord;
-  listAudit(sessionId: string, options?: { afterSeq?: number; limit?: number; types?: string[] }): AuditRecord[];
-  /** The chain head as recorded beside the chain: detects removal of the last records. */
-  auditHead(sessionId: string): { seq: number; hash: string };
+/** What the store was asked to remember beyond records: small named values (e.g. the audit key's id). */
+export type StoreSetting = 'audit-key-id';
 
-  insertApproval(approval: ApprovalRecord): void;
-  getApproval(id: string): ApprovalRecord | undefined;
+/** Reads, inside or outside a transaction. Outside, each read sees the last committed state. */
+export interface StoreReader {
+  getSession(id: string): Promise<SessionRecord | undefined>;
+  listSessions(query?: SessionQuery): Promise<SessionRecord[]>;
+  listAudit(sessionId: string, query?: AuditQuery): Promise<AuditRecord[]>;
+  /** The chain head as recorded beside the chain (seq 0 and the genesis hash when empty). */
+  auditHead(sessionId: string): Promise<AuditHead>;
+  /** Sessions that have at least one audit record (the system chain '' included). */
+  listAuditedSessions(): Promise<string[]>;
+  getApproval(id: string): Promise<ApprovalRecord | undefined>;
+  listApprovals(query?: ApprovalQuery): Promise<ApprovalRecord[]>;
+  getSnapshot(id: string): Promise<SnapshotRecord | undefined>;
+  listSnapshots(query?: { sessionId?: string }): Promise<SnapshotRecord[]>;
+  getSetting(name: StoreSetting): Promise<string | undefined>;
+}
+
+/** One transaction: reads see its own writes; nothing is visible to others before it commits. */
+export interface StoreTransaction extends StoreReader {
+  /** The session, locked against other transactions until this one ends. */
+  lockSession(id: string): Promise<SessionRecord | undefined>;
+  insertSession(session: SessionRecord): Promise<void>;
+  /**
+   * Compare-and-set: writes `next` only if the stored record still has
+   * version `next.version - 1`. False when another writer got there first.
+   */
+  replaceSession(next: SessionRecord): Promise<boolean>;
+  /** The chain head, locked so that appends to one chain never interleave. */
+  lockAuditHead(sessionId: string): Promise<AuditHead>;
+  /** Stores a record the audit log computed and moves the head to it. */
+  insertAuditRecord(record: AuditRecord): Promise<void>;
+  insertApproval(approval: ApprovalRecord): Promise<void>;
   /** Moves an approval from `from` to its new state atomically; false when it was not in `from`. */
-  transitionApproval(id: string, from: ApprovalState, next: ApprovalRecord): boolean;
-  listApprovals(query?: { sessionId?: string; states?: ApprovalState[] }): ApprovalRecord[];
+  transitionApproval(id: string, from: ApprovalState, next: ApprovalRecord): Promise<boolean>;
+  insertSnapshot(snapshot: SnapshotRecord): Promise<void>;
+  updateSnapshot(snapshot: SnapshotRecord): Promise<void>;
+  setSetting(name: StoreSetting, value: string): Promise<void>;
+  /** Runs `callback` once the transaction committed (never when it rolls back). */
+  afterCommit(callback: () => void): void;
+}
 
-  insertSnapshot(snapshot: SnapshotRecord): void;
-  getSnapshot(id: string): SnapshotRecord | undefined;
-  updateSnapshot(snapshot: SnapshotRecord): void;
-  listSnapshots(query?: { sessionId?: string }): SnapshotRecord[];
+/** Something another writer (this process or another server on the same database) committed. */
+export type StoreChange =
+  | { kind: 'approval'; approvalId: string; sessionId: string; state: ApprovalState }
+  /** records firstSeq..seq of a chain were appended */
+  | { kind: 'audit'; sessionId: string; firstSeq: number; seq: number }
+  /** changes may have been missed (the feed reconnected): listeners look again at what they track */
+  | { kind: 'resync' };
 
-  close(): void;
+/** Durable state of the control plane. */
+export interface Store extends StoreReader {
+  /** 'sqlite' (embedded, one server) or 'postgres' (shared by servers) */
+  readonly kind: 'sqlite' | 'postgres';
+  /**
+   * Runs `work` in one transaction; its writes commit together or none do.
+   * Work must only touch the store through `tx` (no sandbox, no network): a
+   * transaction that hits a deadlock or serialization failure is retried
+   * whole. Transactions do not nest.
+   */
+  transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
+  /** Hears committed changes, also those of other servers sharing the database; returns the unsubscribe. */
+  watch(listener: (change: StoreChange) => void): () => void;
+  close(): Promise<void>;
 }

@@ -17,6 +17,11 @@ import { OutputCollector, encodeOutput } from './output-collector.js';
 import { DETACHED_LOG_DIR } from './detached-command.js';
 import { newId } from './ids.js';
 import type { LineageTools } from './lineage-tools.js';
+import type { CallTiming } from './tool-call-outcome.js';
+import type { WakeReason } from './machine-hibernation.js';
+
+/** Timing of a call (defined with the outcome it is part of). */
+export type { CallTiming };
 
 /** Longest a per-call command may run when the contract does not say (`perCall.maxSeconds`). */
 export const DEFAULT_PER_CALL_MAX_SECONDS = 600;
@@ -28,19 +33,6 @@ export interface ExecutionStreams {
   onWaiting?: (reason: 'TAKEOVER') => void;
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
-}
-
-/** Timing of a call, in milliseconds. */
-export interface CallTiming {
-  /** from receipt to the start of execution: validation, policy, waiting for the session */
-  queuedMs: number;
-  /** waking the session from sleep, when it slept */
-  resumeMs: number;
-  /** getting the command going: a per-call sandbox's boot, or an exec's setup on the machine */
-  startMs: number;
-  /** the command's own run time */
-  runMs: number;
-  totalMs: number;
 }
 
 /** Runs tools on sessions. */
@@ -57,8 +49,8 @@ export class ToolExecutor {
   }
 
   /** The canonical path as the session's sandbox resolves it. */
-  async canonicalPath(session: SessionRecord, lexicalPath: string, followLast: boolean): Promise<string> {
-    const { result } = await this.onSession(session, (handle) => this.filesOf(session).canonical(handle, lexicalPath, followLast));
+  async canonicalPath(session: SessionRecord, lexicalPath: string, followLast: boolean, wake: WakeReason): Promise<string> {
+    const { result } = await this.onSession(session, wake, (handle) => this.filesOf(session).canonical(handle, lexicalPath, followLast));
     return result;
   }
 
@@ -69,6 +61,7 @@ export class ToolExecutor {
     context: AuthorizationContext,
     streams: ExecutionStreams,
     receivedAt: Date,
+    wake: WakeReason,
   ): Promise<{ result: Record<string, unknown>; timing: CallTiming; failed: boolean }> {
     const tool = call.tool;
     const rawArgs = call.arguments;
@@ -116,7 +109,7 @@ export class ToolExecutor {
         let resumeMs = 0;
         const outcome = ephemeral
           ? await this.sessions.runEphemeral(session.id, request)
-          : await this.sessions.withMachine(session.id, (handle) => this.sessions.drivers.forHandle(handle).exec(handle, request)).then((r) => {
+          : await this.sessions.withMachine(session.id, (handle) => this.sessions.drivers.forHandle(handle).exec(handle, request), wake).then((r) => {
               resumeMs = r.resumeMs;
               return r.result;
             });
@@ -145,19 +138,19 @@ export class ToolExecutor {
       }
       case 'files.read': {
         const args = rawArgs as ToolArguments<'files.read'>;
-        const { result: read, resumeMs } = await this.onSession(session, (handle) => this.filesOf(session).read(handle, path, args.maxBytes));
+        const { result: read, resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).read(handle, path, args.maxBytes));
         const encoded = args.encoding === 'base64' ? { data: read.content.toString('base64'), encoding: 'base64' as const } : encodeOutput(read.content, read.truncated);
         return finish({ path, content: encoded.data, encoding: encoded.encoding, size: read.size, bytes: read.content.length, truncated: read.truncated }, resumeMs, Date.now() - started, false);
       }
       case 'files.write': {
         const args = rawArgs as ToolArguments<'files.write'>;
         const content = decodeContent(args.content, args.encoding);
-        const { resumeMs } = await this.onSession(session, (handle) => this.filesOf(session).write(handle, path, content, { createParents: args.createParents }));
+        const { resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).write(handle, path, content, { createParents: args.createParents }));
         return finish({ path, bytes: content.length }, resumeMs, Date.now() - started, false);
       }
       case 'files.edit': {
         const args = rawArgs as ToolArguments<'files.edit'>;
-        const { result: replacements, resumeMs } = await this.onSession(session, async (handle) => {
+        const { result: replacements, resumeMs } = await this.onSession(session, wake, async (handle) => {
           const read = await this.filesOf(session).read(handle, path, 64 * 1024 * 1024);
           if (read.truncated) throw new AirlockError('PAYLOAD_TOO_LARGE', `${path} is larger than 64 MiB; edit it with exec instead`, { details: { path } });
           const text = read.content.toString('utf8');
@@ -173,20 +166,20 @@ export class ToolExecutor {
         return finish({ path, replacements }, resumeMs, Date.now() - started, false);
       }
       case 'files.list': {
-        const { result: entries, resumeMs } = await this.onSession(session, (handle) => this.filesOf(session).list(handle, path));
+        const { result: entries, resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).list(handle, path));
         return finish({ path, entries }, resumeMs, Date.now() - started, false);
       }
       case 'files.stat': {
-        const { result: info, resumeMs } = await this.onSession(session, (handle) => this.filesOf(session).stat(handle, path));
+        const { result: info, resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).stat(handle, path));
         return finish({ ...info }, resumeMs, Date.now() - started, false);
       }
       case 'files.remove': {
         const args = rawArgs as ToolArguments<'files.remove'>;
-        const { resumeMs } = await this.onSession(session, (handle) => this.filesOf(session).remove(handle, path, args.recursive));
+        const { resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).remove(handle, path, args.recursive));
         return finish({ path, removed: true }, resumeMs, Date.now() - started, false);
       }
       case 'files.mkdir': {
-        const { resumeMs } = await this.onSession(session, (handle) => this.filesOf(session).mkdir(handle, path));
+        const { resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).mkdir(handle, path));
         return finish({ path, created: true }, resumeMs, Date.now() - started, false);
       }
       case 'snapshot': {
@@ -220,16 +213,16 @@ export class ToolExecutor {
    * Runs file work on the session: on its machine, or in a fresh sandbox over
    * its disk for per-call sessions and for failed ones (whose machine is gone).
    */
-  private async onSession<T>(session: SessionRecord, work: (handle: SandboxHandle) => Promise<T>): Promise<{ result: T; resumeMs: number }> {
+  private async onSession<T>(session: SessionRecord, wake: WakeReason, work: (handle: SandboxHandle) => Promise<T>): Promise<{ result: T; resumeMs: number }> {
     if (session.mode === 'per-call' || session.state === 'failed') {
       return { result: await this.sessions.withScratchSandbox(session.id, work), resumeMs: 0 };
     }
-    return this.sessions.withMachine(session.id, (handle) => work(handle));
+    return this.sessions.withMachine(session.id, (handle) => work(handle), wake);
   }
 }
 
 /** The contract's ceiling on a per-call command, in milliseconds (older stored contracts lack the key). */
 export function perCallLimitMs(session: Pick<SessionRecord, 'contract'>): number {
-  const perCall = session.contract['perCall'] as { maxSeconds?: number } | undefined;
+  const perCall = session.contract.perCall as { maxSeconds?: number } | undefined;
   return (perCall?.maxSeconds ?? DEFAULT_PER_CALL_MAX_SECONDS) * 1000;
 }

@@ -1,30 +1,39 @@
 /**
  * The airlock: the one code path every tool call takes.
  *
- *   validate → normalize → guard → authorize → approve? → execute → check → audit + meter
+ *   validate → contract tools, breaker, budgets (reserved) → authorize without the machine
+ *     → approve? → wake (audited, allowed calls only) → resolve the path in the sandbox
+ *     → authorize again when it differs → execute → check → audit + meter
  *
- * A call that is not allowed never reaches the driver, and every decision is
- * in the audit log before the effect it allows. Expected outcomes (deny, ask,
- * budget exceeded) are returned as values and audited like any other.
+ * Everything that can be decided without the machine is decided first, so a
+ * call that is not listed, over budget or denied never resumes, unpauses or
+ * runs anything in the sandbox. Every decision is in the audit log before
+ * the effect it allows, and each step is one store transaction: admission
+ * (decision, reservation, start) and completion (result, breaker, activity).
+ * Expected outcomes (deny, ask, budget exceeded) are values, audited like any
+ * other; resource samples are taken off the call's path.
  */
 import { AirlockError, toAirlockError } from './errors.js';
 import { NO_DESKTOP_CONTEXT, type Authorizer, type AuthorizationContext, type PolicyDecision } from './authorizer.js';
 import type { SessionService } from './session-service.js';
-import type { SessionRecord } from './session.js';
-import type { Store } from './store.js';
-import type { ToolCall, ToolName } from './tool-call.js';
-import { isDesktopTool, TOOL_NAMES } from './tool-call.js';
-import type { DesktopTools } from './desktop-tools.js';
-import type { DesktopAction } from './desktop-action-schema.js';
+import { requireCallableState, requireOwned, type SessionRecord } from './session.js';
+import type { Store, StoreTransaction } from './store.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import { isDesktopTool, isFileTool, TOOL_NAMES, type ToolCall, type ToolName } from './tool-call.js';
+import type { ToolCallOutcome } from './tool-call-outcome.js';
 import { validateArguments, type ToolArguments } from './tool-schemas.js';
-import { callKey, checkGuards, guardLimitsOf, recordOutcome } from './runaway-guard.js';
 import { FileOperations } from './file-operations.js';
-import { ToolExecutor, type CallTiming, type ExecutionStreams } from './tool-executor.js';
+import type { ToolExecutor, ExecutionStreams } from './tool-executor.js';
 import type { ApprovalService } from './approval-service.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
-import type { TraceContext, ToolCallSpan, Tracer } from './tracer.js';
-import { randomBytes } from 'node:crypto';
+import type { TraceContext, Tracer } from './tracer.js';
+import { toolCallSpan } from './tool-call-span.js';
+import { appendCallRecord, auditContext, auditedWrite, auditResult, decisionEvent, errorValue } from './tool-call-audit.js';
+import { DesktopScreening, unseenDesktopContext } from './desktop-screening.js';
+import type { DesktopTools } from './desktop-tools.js';
+import type { DesktopAction } from './desktop-action-schema.js';
+import { breakerAfter, CallAdmission, recordTrip } from './call-admission.js';
 
 /** Result of static analysis of a shell command (see policy/shell-analysis). */
 export interface CommandAnalysis {
@@ -41,21 +50,19 @@ export interface CallOptions extends ExecutionStreams {
   trace?: TraceContext;
 }
 
-/** The outcome of a tool call, as a value. */
-export type ToolCallOutcome =
-  | { status: 'completed'; callId: string; tool: ToolName; result: Record<string, unknown>; decision: PolicyDecision; timing: CallTiming }
-  | { status: 'refused'; callId: string; tool: ToolName; error: { code: string; message: string; details: Record<string, unknown> }; decision: PolicyDecision | null }
-  | { status: 'pending-approval'; callId: string; tool: ToolName; approvalId: string; decision: PolicyDecision };
+/** The outcome of a tool call (defined beside the call, shared with approvals). */
+export type { ToolCallOutcome };
 
 /** Collaborators of the pipeline. */
 export interface ToolPipelineDeps {
   store: Store;
+  audit: AuditLog;
   sessions: SessionService;
   authorizer: Authorizer;
   analyzeCommand: (input: { command?: string; argv?: string[] }) => CommandAnalysis;
   executor: ToolExecutor;
   approvals: ApprovalService;
-  /** the desktop tools, for what a desktop call sees before its decision */
+  /** the desktop tools, for what a desktop call sees before its second decision */
   desktop: DesktopTools;
   clock?: Clock;
   /** receives one span per call (optional) */
@@ -66,9 +73,28 @@ export interface ToolPipelineDeps {
 export class ToolPipeline {
   private readonly clock: Clock;
 
+  private readonly admission: CallAdmission;
+  private readonly screening: DesktopScreening;
+
   constructor(private readonly deps: ToolPipelineDeps) {
     this.clock = deps.clock ?? systemClock;
-    deps.approvals.setExecutor((call, decision) => this.executeApproved(call, decision));
+    const admission = new CallAdmission({
+      records: deps.sessions.records,
+      approvals: deps.approvals,
+      authorizer: deps.authorizer,
+      audit: deps.audit,
+      clock: this.clock,
+    });
+    this.admission = admission;
+    this.screening = new DesktopScreening({
+      store: deps.store,
+      audit: deps.audit,
+      records: deps.sessions.records,
+      approvals: deps.approvals,
+      admission,
+      desktop: deps.desktop,
+      clock: this.clock,
+    });
   }
 
   /** Submits one call. Throws only for failures and invalid input; refusals are values. */
@@ -86,6 +112,17 @@ export class ToolPipeline {
     }
   }
 
+  /** Runs a call a human approved (exactly once: the approval service claims it first). */
+  async runApproved(call: ToolCall, decision: PolicyDecision): Promise<ToolCallOutcome> {
+    const receivedAt = this.clock.now();
+    const session = await this.deps.sessions.getOwned(call.sessionId);
+    const args = validateArguments(call.tool, call.arguments);
+    const context = this.prepare(session, call.tool, args);
+    const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'approved', decision));
+    if (admission.kind === 'final') return admission.outcome;
+    return this.proceed(admission.session, call, admission.decision, context, {}, receivedAt, 'approved');
+  }
+
   private async run(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions): Promise<ToolCallOutcome> {
     const receivedAt = this.clock.now();
     if (!(TOOL_NAMES as readonly string[]).includes(tool)) {
@@ -94,104 +131,40 @@ export class ToolPipeline {
       });
     }
     const toolName = tool as ToolName;
-    const session = this.deps.sessions.get(sessionId);
-    const call: ToolCall = { id: newId('call'), sessionId, tool: toolName, arguments: (rawArguments ?? {}) as Record<string, unknown>, receivedAt: receivedAt.toISOString() };
+    const session = await this.deps.sessions.get(sessionId);
+    requireOwned(session, this.deps.sessions.owner);
+    // A session that can never run a call again is refused before anything is recorded in its chain.
+    if (session.state === 'terminated' || session.state === 'creating' || session.pendingOperation === 'terminate') requireCallableState(session);
+    const call: ToolCall = {
+      id: newId('call'),
+      sessionId,
+      tool: toolName,
+      arguments: (rawArguments ?? {}) as Record<string, unknown>,
+      receivedAt: receivedAt.toISOString(),
+    };
     let args: ToolArguments<ToolName>;
     try {
       args = validateArguments(toolName, rawArguments);
       if (toolName === 'desktop.act') this.deps.desktop.checkOnScreen(session, args as DesktopAction);
     } catch (error) {
-      this.audit(session.id, 'tool-call.rejected', call, { code: toAirlockError(error).code, message: toAirlockError(error).message });
+      const rejected = toAirlockError(error);
+      await this.write((tx) => appendCallRecord(this.deps.audit, tx, 'tool-call.rejected', call, { code: rejected.code, message: rejected.message }));
       throw error;
     }
     call.arguments = args as Record<string, unknown>;
-
-    try {
-      checkGuards(session, receivedAt);
-    } catch (error) {
-      const refusal = toAirlockError(error);
-      this.audit(session.id, 'tool-call.refused', call, { code: refusal.code, message: refusal.message });
-      return { status: 'refused', callId: call.id, tool: toolName, error: errorValue(refusal), decision: null };
-    }
-
-    const { context, thumbnail } = await this.normalize(session, toolName, args, call);
-    const decision = this.authorize(session, context);
-    this.audit(session.id, decisionEvent(decision), call, {
-      decision: decision.decision,
-      policyIds: decision.policyIds,
-      reason: decision.reason,
-      enforced: decision.enforced,
-      errors: decision.errors,
-      context: auditContext(context),
-      // the screen the agent was about to act on: the thumbnail's name is the call id
-      ...(thumbnail ? { thumbnail } : {}),
-    });
-
-    // A screen observed for the decision is returned only by an allowed call that runs now; an approved one looks again.
-    if (decision.decision !== 'allow' && decision.enforced) this.deps.desktop.forget(call.id);
-    if (decision.enforced && decision.decision === 'deny') {
-      this.recordFailure(session.id, call, true);
-      const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
-      return { status: 'refused', callId: call.id, tool: toolName, error: errorValue(error), decision };
-    }
-    if (decision.enforced && decision.decision === 'ask') {
-      const approval = this.deps.approvals.park(call, decision);
-      if (!options.approvalWaitMs) return { status: 'pending-approval', callId: call.id, tool: toolName, approvalId: approval.id, decision };
-      return this.deps.approvals.waitForOutcome(approval.id, options.approvalWaitMs);
-    }
-    return this.execute(session, call, decision, context, options, receivedAt);
+    const context = this.prepare(session, toolName, args);
+    const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'fresh'));
+    const outcome =
+      admission.kind === 'final' ? admission.outcome : await this.proceed(admission.session, call, admission.decision, context, options, receivedAt, 'fresh');
+    if (outcome.status === 'pending-approval' && options.approvalWaitMs) return this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
+    return outcome;
   }
 
-  /** Runs a call a human approved (exactly once: the approval service claims it first). */
-  private async executeApproved(call: ToolCall, decision: PolicyDecision): Promise<ToolCallOutcome> {
-    const session = this.deps.sessions.get(call.sessionId);
-    const args = validateArguments(call.tool, call.arguments);
-    const { observed: approved, ...unobserved } = call;
-    const { context } = await this.normalize(session, call.tool, args, unobserved);
-    // A person approved an action on one window: if another has the focus now, the action would land elsewhere.
-    if (approved !== undefined && call.tool === 'desktop.act' && context.desktop.windowTitle !== approved.windowTitle) {
-      const error = new AirlockError(
-        'SCREEN_CHANGED',
-        `the focused window changed since the action was approved ("${approved.windowTitle}" then, "${context.desktop.windowTitle}" now), so it did not run; take a screenshot and act again`,
-        { details: { approvedWindowTitle: approved.windowTitle, windowTitle: context.desktop.windowTitle } },
-      );
-      this.audit(session.id, 'tool-call.refused', call, { code: error.code, message: error.message });
-      return { status: 'refused', callId: call.id, tool: call.tool, error: errorValue(error), decision };
-    }
-    return this.execute(session, call, decision, context, {}, this.clock.now());
-  }
-
-  private async execute(
-    session: SessionRecord,
-    call: ToolCall,
-    decision: PolicyDecision,
-    context: AuthorizationContext,
-    options: CallOptions,
-    receivedAt: Date,
-  ): Promise<ToolCallOutcome> {
-    this.audit(session.id, 'tool-call.started', call, { path: context.path || undefined });
-    try {
-      const onWaiting = (reason: 'TAKEOVER') => this.audit(session.id, 'tool-call.waiting', call, { reason });
-      const { result, timing, failed } = await this.deps.executor.run(session, call, context, { ...options, onWaiting }, receivedAt);
-      this.audit(session.id, 'tool-call.completed', call, { ...auditResult(call.tool, result), timing });
-      this.recordFailure(session.id, call, failed);
-      await this.deps.sessions.usage.sample(session.id);
-      return { status: 'completed', callId: call.id, tool: call.tool, result, decision, timing };
-    } catch (error) {
-      const failure = toAirlockError(error, 'DRIVER_FAILED');
-      this.audit(session.id, 'tool-call.failed', call, { code: failure.code, message: failure.message });
-      this.recordFailure(session.id, call, true);
-      throw failure;
-    }
-  }
-
-  private async normalize(
-    session: SessionRecord,
-    tool: ToolName,
-    args: ToolArguments<ToolName>,
-    call: ToolCall,
-  ): Promise<{ context: AuthorizationContext; thumbnail?: Record<string, unknown> }> {
-    const fresh = this.deps.sessions.get(session.id);
+  /**
+   * What a policy can see without the machine: the command's programs, the
+   * lexical path of a file call (symlinks are resolved later, in the sandbox).
+   */
+  private prepare(session: SessionRecord, tool: ToolName, args: ToolArguments<ToolName>): AuthorizationContext {
     const base: AuthorizationContext = {
       tool,
       command: '',
@@ -201,27 +174,21 @@ export class ToolPipeline {
       analysisNotes: [],
       path: '',
       cwd: '/workspace',
-      tenant: fresh.tenant,
-      callCount: fresh.meters.toolCalls,
-      identicalFailures: fresh.guard.failures[callKey(tool, args)] ?? 0,
+      tenant: session.tenant,
+      callCount: 0,
+      identicalFailures: 0,
       branches: 0,
       access: 'none',
       env: {},
       desktop: NO_DESKTOP_CONTEXT,
     };
-    if (tool === 'snapshot') return { context: base };
-    if (tool === 'fork') return { context: { ...base, branches: (args as ToolArguments<'fork'>).count } };
-    if (isDesktopTool(tool)) {
-      // An action keeps a thumbnail of the screen it is about to change; a screenshot's result is the screen itself.
-      const observed = await this.deps.desktop.observe(fresh, call.id, tool === 'desktop.act' ? 'action' : 'screenshot');
-      call.observed = { windowTitle: observed.windowTitle };
-      const desktop = tool === 'desktop.act' ? desktopContext(args as DesktopAction, observed.windowTitle) : { ...NO_DESKTOP_CONTEXT, action: 'screenshot', windowTitle: observed.windowTitle };
-      return { context: { ...base, desktop }, ...(observed.thumbnail ? { thumbnail: { ...observed.thumbnail } } : {}) };
-    }
+    if (tool === 'snapshot') return base;
+    if (isDesktopTool(tool)) return { ...base, desktop: unseenDesktopContext({ tool, arguments: args as Record<string, unknown> }) };
+    if (tool === 'fork') return { ...base, branches: (args as ToolArguments<'fork'>).count };
     if (tool === 'exec') {
       const exec = args as ToolArguments<'exec'>;
       const analysis = this.deps.analyzeCommand(exec.command !== undefined ? { command: exec.command } : { argv: exec.argv ?? [] });
-      const context: AuthorizationContext = {
+      return {
         ...base,
         command: exec.command ?? '',
         argv: exec.argv ?? [],
@@ -231,141 +198,168 @@ export class ToolPipeline {
         cwd: FileOperations.lexical(exec.cwd),
         env: exec.env,
       };
-      return { context };
     }
-    const path = (args as { path: string }).path;
-    const lexical = FileOperations.lexical(path);
     const access = tool === 'files.read' || tool === 'files.list' || tool === 'files.stat' ? 'read' : 'write';
-    // Writes replace a final symlink instead of following it; reads follow it.
-    const followLast = access === 'read' || tool === 'files.edit';
-    const canonical = await this.deps.executor.canonicalPath(fresh, lexical, followLast);
-    return { context: { ...base, path: canonical, access } };
+    return { ...base, path: FileOperations.lexical((args as { path: string }).path), access };
   }
 
-  private authorize(session: SessionRecord, context: AuthorizationContext): PolicyDecision {
-    try {
-      return this.deps.authorizer.authorize(session, context);
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      return { decision: 'deny', policyIds: [], reason: `policy evaluation failed, so the call is denied: ${message}`, errors: [message], enforced: true };
+  /**
+   * After admission: a file call wakes the machine (an audited step of this
+   * call) to resolve its path in the sandbox, and a path that resolves
+   * elsewhere is authorized again; a desktop call looks at the screen and is
+   * decided again on it; then the call executes and completes.
+   */
+  private async proceed(
+    session: SessionRecord,
+    call: ToolCall,
+    decision: PolicyDecision,
+    context: AuthorizationContext,
+    options: CallOptions,
+    receivedAt: Date,
+    origin: 'fresh' | 'approved',
+  ): Promise<ToolCallOutcome> {
+    const wake = { reason: 'call' as const, callId: call.id, tool: call.tool };
+    let final = context;
+    let decided = decision;
+    if (isFileTool(call.tool)) {
+      const resolved = await this.resolvePath(session, call, context, wake);
+      if (resolved.kind === 'refused') return resolved.outcome;
+      final = resolved.context;
     }
-  }
-
-  private recordFailure(sessionId: string, call: ToolCall, failed: boolean): void {
-    this.deps.store.transaction(() => {
-      const session = this.deps.store.getSession(sessionId);
-      if (!session) return;
-      const before = session.guard.tripped;
-      session.guard = recordOutcome(session.guard, callKey(call.tool, call.arguments), failed, guardLimitsOf(session).maxIdenticalFailures, this.clock.now());
-      session.meters.toolCalls += 1;
-      this.deps.store.updateSession(session);
-      if (!before && session.guard.tripped) {
-        this.audit(sessionId, 'guard.tripped', call, { count: session.guard.tripped.count, callKey: session.guard.tripped.callKey });
+    if (isDesktopTool(call.tool)) {
+      let screened: Awaited<ReturnType<DesktopScreening['screen']>>;
+      try {
+        screened = await this.screening.screen(session, call, decision, context, origin, wake);
+      } catch (error) {
+        await this.fail(call, error, 'observing-screen');
+        throw toAirlockError(error, 'DRIVER_FAILED');
       }
-    });
+      if (screened.kind === 'final') return screened.outcome;
+      final = screened.context;
+      decided = screened.decision;
+    }
+    return this.execute(session, call, decided, final, options, receivedAt, wake);
   }
 
-  /** Appends one audit record for a call; a failure to write stops the call (fail closed). */
-  private audit(sessionId: string, type: string, call: ToolCall, data: Record<string, unknown>): void {
+  private async resolvePath(
+    session: SessionRecord,
+    call: ToolCall,
+    context: AuthorizationContext,
+    wake: { reason: 'call'; callId: string; tool: ToolName },
+  ): Promise<{ kind: 'resolved'; context: AuthorizationContext } | { kind: 'refused'; outcome: ToolCallOutcome }> {
+    // Writes replace a final symlink instead of following it; reads follow it.
+    const followLast = context.access === 'read' || call.tool === 'files.edit';
+    let canonical: string;
     try {
-      this.deps.store.appendAudit({
-        sessionId,
-        type,
-        data: {
-          'gen_ai.operation.name': 'execute_tool',
-          'gen_ai.tool.name': call.tool,
-          'gen_ai.tool.call.id': call.id,
-          arguments: auditArguments(call),
-          ...data,
-        },
-      });
+      canonical = await this.deps.executor.canonicalPath(session, context.path, followLast, wake);
     } catch (error) {
-      throw new AirlockError('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so the call does not run; check the data dir disk', { cause: error });
+      await this.fail(call, error, 'resolving-path');
+      throw toAirlockError(error, 'DRIVER_FAILED');
     }
-  }
-}
-
-/** The span of one call, with OpenTelemetry GenAI attribute names. */
-function toolCallSpan(sessionId: string, tool: string, trace: TraceContext | undefined, startedMs: number, outcome?: ToolCallOutcome, failure?: AirlockError): ToolCallSpan {
-  const attributes: ToolCallSpan['attributes'] = {
-    'gen_ai.operation.name': 'execute_tool',
-    'gen_ai.tool.name': tool,
-    'gen_ai.tool.type': 'function',
-    'airlock.session.id': sessionId,
-  };
-  if (outcome) {
-    attributes['gen_ai.tool.call.id'] = outcome.callId;
-    attributes['airlock.call.status'] = outcome.status;
-    if (outcome.decision) {
-      attributes['airlock.decision'] = outcome.decision.decision;
-      attributes['airlock.policy_ids'] = outcome.decision.policyIds;
-      attributes['airlock.decision.enforced'] = outcome.decision.enforced;
+    const resolved = { ...context, path: canonical };
+    // The path the policy already decided on: nothing new to decide or record.
+    if (canonical === context.path) return { kind: 'resolved', context: resolved };
+    const fresh = await this.deps.sessions.get(session.id);
+    let decision = this.admission.authorize(fresh, resolved);
+    // A human approved the lexical path: where it resolves elsewhere, only an allow of that path goes on.
+    if (decision.enforced && decision.decision === 'ask') {
+      decision = {
+        ...decision,
+        decision: 'deny',
+        reason: `${call.tool} ${context.path} resolves to ${canonical} inside the session, which needs its own approval: submit the call with that path`,
+      };
     }
-    if (outcome.status === 'completed' && typeof outcome.result['exitCode'] === 'number') attributes['airlock.exit_code'] = outcome.result['exitCode'];
-    if (outcome.status === 'refused') attributes['error.type'] = outcome.error.code;
-    if (outcome.status === 'pending-approval') attributes['airlock.approval.id'] = outcome.approvalId;
+    const refused = decision.enforced && decision.decision === 'deny';
+    await this.write(async (tx) => {
+      // Nothing ran: the reservation goes back, and the denial counts toward the breaker (session row first: lock order).
+      if (refused)
+        await this.deps.sessions.records.update(
+          session.id,
+          (now) => ({ meters: { ...now.meters, toolCalls: Math.max(0, now.meters.toolCalls - 1) }, guard: breakerAfter(now, call, true, this.clock.now()) }),
+          undefined,
+          { tx },
+        );
+      await appendCallRecord(this.deps.audit, tx, decisionEvent(decision), call, {
+        decision: decision.decision,
+        policyIds: decision.policyIds,
+        reason: decision.reason,
+        enforced: decision.enforced,
+        errors: decision.errors,
+        stage: 'resolved-path',
+        context: auditContext(resolved),
+      });
+    });
+    if (!refused) return { kind: 'resolved', context: resolved };
+    const error = new AirlockError('POLICY_DENIED', decision.reason, { details: { decision } });
+    return { kind: 'refused', outcome: { status: 'refused', callId: call.id, tool: call.tool, error: errorValue(error), decision } };
   }
-  if (failure) attributes['error.type'] = failure.code;
-  const errored = failure !== undefined || outcome?.status === 'refused';
-  return {
-    traceId: trace?.traceId ?? randomBytes(16).toString('hex'),
-    spanId: randomBytes(8).toString('hex'),
-    ...(trace ? { parentSpanId: trace.parentSpanId } : {}),
-    name: `execute_tool ${tool}`,
-    startTimeMs: startedMs,
-    endTimeMs: Date.now(),
-    attributes,
-    status: errored ? 'error' : 'ok',
-    ...(failure ? { statusMessage: failure.message } : outcome?.status === 'refused' ? { statusMessage: outcome.error.message } : {}),
-  };
-}
 
-function decisionEvent(decision: PolicyDecision): string {
-  if (!decision.enforced) return 'tool-call.decided';
-  return decision.decision === 'allow' ? 'tool-call.authorized' : decision.decision === 'deny' ? 'tool-call.denied' : 'tool-call.held';
-}
-
-function errorValue(error: AirlockError): { code: string; message: string; details: Record<string, unknown> } {
-  return { code: error.code, message: error.message, details: error.details };
-}
-
-/** What the audit keeps of arguments: no file contents, no environment values, no typed text. */
-function auditArguments(call: ToolCall): Record<string, unknown> {
-  const { content, stdin, env, newString, oldString, text, ...rest } = call.arguments as Record<string, unknown>;
-  const kept: Record<string, unknown> = { ...rest };
-  if (typeof text === 'string') kept['textCharacters'] = [...text].length;
-  if (typeof content === 'string') kept['contentBytes'] = Buffer.byteLength(content);
-  if (typeof stdin === 'string') kept['stdinBytes'] = Buffer.byteLength(stdin);
-  if (env && typeof env === 'object') kept['envNames'] = Object.keys(env);
-  if (typeof oldString === 'string') kept['oldStringBytes'] = Buffer.byteLength(oldString);
-  if (typeof newString === 'string') kept['newStringBytes'] = Buffer.byteLength(newString);
-  return kept;
-}
-
-function auditContext(context: AuthorizationContext): Record<string, unknown> {
-  const kept: Record<string, unknown> = { programs: context.programs, analysable: context.analysable, notes: context.analysisNotes, path: context.path, cwd: context.cwd };
-  if (context.desktop.action !== '') kept['windowTitle'] = context.desktop.windowTitle;
-  return kept;
-}
-
-/** The Cedar context of one desktop action (see docs/policy-vocabulary.md). */
-function desktopContext(action: DesktopAction, windowTitle: string): AuthorizationContext['desktop'] {
-  const point = 'x' in action ? { x: action.x, y: action.y } : { x: 0, y: 0 };
-  const end = action.action === 'drag' ? { toX: action.toX, toY: action.toY } : { toX: 0, toY: 0 };
-  const text = action.action === 'type' ? action.text : action.action === 'key' ? action.keys : '';
-  return { action: action.action, ...point, ...end, text, windowTitle };
-}
-
-function auditResult(tool: ToolName, result: Record<string, unknown>): Record<string, unknown> {
-  const kept: Record<string, unknown> = {};
-  for (const key of ['exitCode', 'timedOut', 'aborted', 'stdoutBytes', 'stderrBytes', 'bytes', 'replacements', 'entries', 'created', 'failed', 'width', 'height', 'sha256', 'thumbnail', 'pointer', 'waitedMs']) {
-    if (result[key] !== undefined) kept[key] = result[key];
+  private async execute(
+    session: SessionRecord,
+    call: ToolCall,
+    decision: PolicyDecision,
+    context: AuthorizationContext,
+    options: CallOptions,
+    receivedAt: Date,
+    wake: { reason: 'call'; callId: string; tool: ToolName },
+  ): Promise<ToolCallOutcome> {
+    let ran: Awaited<ReturnType<ToolExecutor['run']>>;
+    try {
+      // A desktop action waiting for a person to hand the desktop back says so in the audit log.
+      const onWaiting = (reason: 'TAKEOVER') =>
+        void this.write((tx) => appendCallRecord(this.deps.audit, tx, 'tool-call.waiting', call, { reason })).catch(() => undefined);
+      ran = await this.deps.executor.run(session, call, context, { ...options, onWaiting }, receivedAt, wake);
+    } catch (error) {
+      await this.fail(call, error);
+      throw toAirlockError(error, 'DRIVER_FAILED');
+    }
+    const { result, timing, failed } = ran;
+    await this.write(async (tx) => {
+      // The session row before the chain head, in every transaction: a fixed lock order cannot deadlock.
+      const tripped = await this.finish(tx, call, failed);
+      await appendCallRecord(this.deps.audit, tx, 'tool-call.completed', call, {
+        ...auditResult(call.tool, result),
+        ...(isFileTool(call.tool) ? { path: context.path } : {}),
+        timing,
+      });
+      await tripped();
+    });
+    this.deps.sessions.usage.requestSample(session.id);
+    return { status: 'completed', callId: call.id, tool: call.tool, result, decision, timing };
   }
-  // What a lineage tool made: the audit trail must lead to the snapshot and to every branch.
-  if (tool === 'snapshot') kept['snapshotId'] = result['id'];
-  if (tool === 'fork') {
-    kept['snapshotId'] = (result['snapshot'] as { id?: unknown } | undefined)?.id;
-    kept['branchSessionIds'] = (result['branches'] as { sessionId: string | null }[]).map((branch) => branch.sessionId);
+
+  /** Records a call that failed after admission (in the sandbox, or resolving its path). */
+  private async fail(call: ToolCall, error: unknown, stage?: 'resolving-path' | 'observing-screen'): Promise<void> {
+    const failure = toAirlockError(error, 'DRIVER_FAILED');
+    await this.write(async (tx) => {
+      const tripped = await this.finish(tx, call, true);
+      await appendCallRecord(this.deps.audit, tx, 'tool-call.failed', call, {
+        code: failure.code,
+        message: failure.message,
+        ...(stage ? { stage } : {}),
+      });
+      await tripped();
+    }).catch(() => undefined);
   }
-  return kept;
+
+  /** The breaker and activity after a call ran (or failed trying); returns what records a breaker that just tripped. */
+  private async finish(tx: StoreTransaction, call: ToolCall, failed: boolean): Promise<() => Promise<void>> {
+    const now = this.clock.now();
+    let wasTripped = false;
+    const after = await this.deps.sessions.records.update(
+      call.sessionId,
+      (fresh) => {
+        wasTripped = fresh.guard.tripped !== null;
+        return { guard: breakerAfter(fresh, call, failed, now), lastActivityAt: now.toISOString() };
+      },
+      undefined,
+      { tx },
+    );
+    return () => recordTrip(this.deps.audit, tx, call, wasTripped, after);
+  }
+
+  /** One transaction; a store that cannot write stops the call (fail closed). */
+  private write<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return auditedWrite(this.deps.store, work);
+  }
 }

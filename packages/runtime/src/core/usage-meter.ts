@@ -1,48 +1,90 @@
 /**
  * Metering of sessions: activity (for idleness), machine resource samples
  * (CPU, memory over time, disk) and the run time of per-call sandboxes,
- * each written in one transaction on the freshest record so that concurrent
- * calls never lose each other's charges.
+ * each a compare-and-set update of the freshest record so that concurrent
+ * calls never lose each other's charges. Samples after a call are taken off
+ * the call's path: the call asks for one and returns; samples asked for
+ * while one runs are folded into the next.
  */
 import type { SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { SessionLocks } from './session-locks.js';
-import type { SessionRecord } from './session.js';
-import type { Store } from './store.js';
+import type { SessionRecords } from './session-records.js';
 import type { Clock } from './clock.js';
 
 /** Collaborators of the meter. */
 export interface UsageMeterDeps {
-  store: Store;
+  records: SessionRecords;
   drivers: SandboxDrivers;
   disks: SessionDisks;
   locks: SessionLocks;
   clock: Clock;
+  /** told about background samples that failed */
+  onError?: (sessionId: string, error: unknown) => void;
 }
 
 /** Charges sessions for what they use. */
 export class UsageMeter {
+  private readonly sampling = new Map<string, Promise<void>>();
+  private readonly again = new Set<string>();
+  // When a call on each machine last ended, kept in memory: only this process puts its machines to sleep.
+  private readonly lastActive = new Map<string, number>();
+
   constructor(private readonly deps: UsageMeterDeps) {}
 
+  /** Notes that work on the session's machine just ended (no write: the idle sleeper reads it). */
+  markActive(sessionId: string): void {
+    this.lastActive.set(sessionId, this.deps.clock.now().getTime());
+  }
+
+  /** When work on the session's machine last ended in this process, if it did. */
+  lastActiveAt(sessionId: string): number | undefined {
+    return this.lastActive.get(sessionId);
+  }
+
   /** Records activity now, for the idle sleeper and metering. */
-  touch(sessionId: string): void {
-    this.update(sessionId, (session) => {
-      session.lastActivityAt = this.deps.clock.now().toISOString();
-    });
+  async touch(sessionId: string): Promise<void> {
+    const now = this.deps.clock.now().toISOString();
+    await this.deps.records.update(sessionId, () => ({ lastActivityAt: now }));
   }
 
   /** Charges the run time of one per-call sandbox, and counts it as activity. */
-  chargePerCall(sessionId: string, durationMs: number): void {
-    this.update(sessionId, (session) => {
-      session.meters.perCallSeconds = (session.meters.perCallSeconds ?? 0) + durationMs / 1000;
-      session.lastActivityAt = this.deps.clock.now().toISOString();
-    });
+  async chargePerCall(sessionId: string, durationMs: number): Promise<void> {
+    const now = this.deps.clock.now().toISOString();
+    await this.deps.records.update(sessionId, (fresh) => ({
+      meters: { ...fresh.meters, perCallSeconds: (fresh.meters.perCallSeconds ?? 0) + durationMs / 1000 },
+      lastActivityAt: now,
+    }));
+  }
+
+  /** Asks for a sample of the session soon, off the caller's path. */
+  requestSample(sessionId: string): void {
+    if (this.sampling.has(sessionId)) {
+      this.again.add(sessionId);
+      return;
+    }
+    const run = (async () => {
+      do {
+        this.again.delete(sessionId);
+        try {
+          await this.sample(sessionId);
+        } catch (error) {
+          this.deps.onError?.(sessionId, error);
+        }
+      } while (this.again.has(sessionId));
+    })().finally(() => this.sampling.delete(sessionId));
+    this.sampling.set(sessionId, run);
+  }
+
+  /** Waits for the samples asked for so far (shutdown, tests). */
+  async drain(): Promise<void> {
+    while (this.sampling.size > 0) await Promise.all([...this.sampling.values()]);
   }
 
   /**
    * Samples the machine's resource use into the session's meters: CPU (this
    * incarnation on top of the closed ones), peak memory, memory integrated over
-   * time, and disk bytes. Called after every tool call and before a suspend.
+   * time, and disk bytes. Taken after calls and before a suspend.
    */
   async sample(sessionId: string): Promise<void> {
     // Under the shared lock: a sample must not straddle a suspend, which closes the incarnation's CPU.
@@ -51,14 +93,20 @@ export class UsageMeter {
 
   /** `sample` for a caller that already holds the session's lock. */
   async sampleLocked(sessionId: string): Promise<void> {
-    const { store, drivers, disks, clock } = this.deps;
-    const session = store.getSession(sessionId);
-    if (!session) return;
-    const usage = session.sandbox ? await drivers.forHandle(session.sandbox).usage(session.sandbox).catch(() => undefined) : undefined;
+    const { records, drivers, disks, clock } = this.deps;
+    const session = await records.find(sessionId);
+    if (!session || session.owner !== records.owner) return;
+    const usage = session.sandbox
+      ? await drivers
+          .forHandle(session.sandbox)
+          .usage(session.sandbox)
+          .catch(() => undefined)
+      : undefined;
     const disk = await disks.usage(sessionId).catch(() => undefined);
     const now = clock.now();
-    this.update(sessionId, (fresh) => {
-      const meters = fresh.meters;
+    if (!usage && !disk) return;
+    await records.update(sessionId, (fresh) => {
+      const meters = { ...fresh.meters };
       if (usage) {
         meters.cpuSeconds = Math.max(meters.cpuSeconds, meters.cpuSecondsClosed + usage.cpuSeconds);
         meters.peakMemoryBytes = Math.max(meters.peakMemoryBytes, usage.peakMemoryBytes);
@@ -67,16 +115,7 @@ export class UsageMeter {
         meters.memorySampledAt = now.toISOString();
       }
       if (disk) meters.diskBytes = disk.usedBytes;
-    });
-  }
-
-  private update(sessionId: string, change: (session: SessionRecord) => void): void {
-    const { store } = this.deps;
-    store.transaction(() => {
-      const fresh = store.getSession(sessionId);
-      if (!fresh) return;
-      change(fresh);
-      store.updateSession(fresh);
+      return { meters };
     });
   }
 }

@@ -6,7 +6,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import type { ContractCredential, ContractNetwork } from '../policy/session-contract.js';
+import type { ContractCredential, ContractNetwork } from '../core/session-contract.js';
 import { credentialFor, decideDestination, normalizeHost } from './destination-policy.js';
 import { isLoopbackAddress, isRestrictedAddress } from './restricted-addresses.js';
 
@@ -20,10 +20,10 @@ export interface SessionEgressPolicy {
 /** What the gateway needs from the control plane. */
 export interface EgressGatewayDeps {
   /** the session's rules; undefined when it may not connect at all (terminated, unknown) */
-  policyOf(sessionId: string): SessionEgressPolicy | undefined;
+  policyOf(sessionId: string): Promise<SessionEgressPolicy | undefined>;
   /** Cedar's `net.connect` decision, after any approval wait */
   authorize(sessionId: string, host: string, port: number): Promise<{ allowed: boolean; reason: string; policyIds: string[] }>;
-  /** appends to the session's audit chain */
+  /** appends to the session's audit chain, in the order of the calls (a failure is reported, never thrown) */
   audit(sessionId: string, type: string, data: Record<string, unknown>): void;
   /** a secret's value, or undefined when it was deleted */
   secretValue(name: string): string | undefined;
@@ -49,7 +49,7 @@ export async function admitConnection(deps: EgressGatewayDeps, sessionId: string
     return { ok: false, host, port, status, message: `airlock egress gateway: connection to ${host}:${port} denied: ${reason}` };
   };
   if (!host || !Number.isInteger(port) || port < 1 || port > 65535) return refuse(400, `invalid destination "${rawHost}:${port}"`);
-  const policy = deps.policyOf(sessionId);
+  const policy = await deps.policyOf(sessionId);
   if (!policy) return refuse(403, 'the session has no network policy (it is not running or was terminated)');
   const listed = decideDestination(policy.network, host, port);
   if (!listed.allowed) return refuse(403, listed.reason, { rule: 'contract.network', contractVersion: policy.contractVersion });

@@ -6,7 +6,7 @@
  * meant to let a little through should not open every port of a host.
  */
 import { isIP } from 'node:net';
-import type { ContractCredential, ContractNetwork } from '../policy/session-contract.js';
+import type { ContractCredential, ContractNetwork } from '../core/session-contract.js';
 
 /** Ports an allowed pattern without `:port` covers. */
 export const DEFAULT_ALLOWED_PORTS: readonly number[] = [80, 443];

@@ -72,7 +72,7 @@ export class EgressGateway {
       gateway.servers.push(http);
       await listen(https, address, GATEWAY_PORTS.https);
       gateway.servers.push(https);
-      gateway.dns.on('message', (message, remote) => acceptFrom(remote.address) && this.onDns(sessionId, gateway, message, remote));
+      gateway.dns.on('message', (message, remote) => acceptFrom(remote.address) && void this.onDns(sessionId, gateway, message, remote));
       await new Promise<void>((resolve, reject) => {
         gateway.dns.once('error', reject);
         gateway.dns.bind(GATEWAY_PORTS.dns, address, () => resolve());
@@ -99,9 +99,9 @@ export class EgressGateway {
   }
 
   /** Cuts connections the session's current policy no longer allows (after a contract update). */
-  policyChanged(sessionId: string): void {
+  async policyChanged(sessionId: string): Promise<void> {
     const gateway = this.sessions.get(sessionId);
-    const policy = this.deps.policyOf(sessionId);
+    const policy = await this.deps.policyOf(sessionId);
     for (const connection of gateway?.connections ?? []) {
       if (!policy || !decideDestination(policy.network, connection.host, connection.port).allowed) connection.reset('the session\'s network policy changed');
     }
@@ -195,9 +195,9 @@ export class EgressGateway {
     await handleTunnel(context, admission, socket, peek.bytes, 'transparent-tls');
   }
 
-  private onDns(sessionId: string, gateway: SessionGateway, message: Buffer, remote: { address: string; port: number }): void {
+  private async onDns(sessionId: string, gateway: SessionGateway, message: Buffer, remote: { address: string; port: number }): Promise<void> {
     const query = parseDnsQuery(message);
-    const policy = this.deps.policyOf(sessionId);
+    const policy = await this.deps.policyOf(sessionId).catch(() => undefined);
     let answer: Buffer | undefined;
     if (!query || !policy) {
       answer = dnsRefused(message);

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { AirlockError } from '../core/errors.js';
-import { hostCommand, hostCommandQuiet } from '../drivers/gvisor/host-commands.js';
+import { hostCommand, hostCommandQuiet } from '../host/host-commands.js';
 
 /** Allocates and holds gateway addresses from a pool. */
 export class GatewayAddresses {

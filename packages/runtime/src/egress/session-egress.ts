@@ -12,7 +12,7 @@ import { BlockList } from 'node:net';
 import { join } from 'node:path';
 import type { SessionNetworkPlan, SessionNetworks } from '../core/session-networks.js';
 import type { SessionRecord } from '../core/session.js';
-import type { ContractCredential, ContractNetwork } from '../policy/session-contract.js';
+import type { ContractCredential, ContractNetwork } from '../core/session-contract.js';
 import { placeholderFor } from './destination-policy.js';
 import { GATEWAY_PORTS, type EgressGateway } from './egress-gateway.js';
 import { cidrRange, GatewayAddresses, toAddress } from './gateway-addresses.js';
@@ -100,8 +100,8 @@ export class SessionEgress implements SessionNetworks {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 
-  policyChanged(sessionId: string): void {
-    this.options.gateway.policyChanged(sessionId);
+  async policyChanged(sessionId: string): Promise<void> {
+    await this.options.gateway.policyChanged(sessionId);
   }
 
   async release(sessionId: string): Promise<void> {

@@ -19,7 +19,7 @@ import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { AirlockError } from '../core/errors.js';
 import { hostArchitecture } from './host-architecture.js';
-import type { ImageProgress } from './image-catalog.js';
+import type { ImageProgress } from '../core/image-catalog.js';
 import { digestRootfs, type RootfsDigest } from './image-digest.js';
 import { isNoSpace } from './image-errors.js';
 import { removeTree, writeJsonAtomic } from './image-staging.js';

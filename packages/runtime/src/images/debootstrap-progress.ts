@@ -4,7 +4,7 @@
  * count against the usual size of the package set (about 110 for minbase +
  * python3): rough, monotonic, and capped before the next phase starts.
  */
-import type { ImageProgress } from './image-catalog.js';
+import type { ImageProgress } from '../core/image-catalog.js';
 
 interface Phase {
   /** the debootstrap line prefix that marks a step of this phase */

@@ -18,7 +18,7 @@ import { AirlockError } from '../core/errors.js';
 import { DEBIAN_BOOKWORM, DEBIAN_BOOKWORM_DESKTOP, DebianImageBuilder } from './debian-image-builder.js';
 import { DESKTOP_IMAGE_ENV } from './desktop-image-files.js';
 import { requireDebianMirror } from './debian-mirror.js';
-import type { ImageCatalog, ImageProgress, ImageRecord } from './image-catalog.js';
+import type { ImageCatalog, ImageProgress, ImageRecord } from '../core/image-catalog.js';
 import { digestRootfs } from './image-digest.js';
 import { errnoCode, toImageError } from './image-errors.js';
 import { imageExists, removeAtomically, StagingDirectory, sweepLeftovers, writeJsonAtomic } from './image-staging.js';

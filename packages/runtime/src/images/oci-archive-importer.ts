@@ -17,7 +17,7 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { AirlockError } from '../core/errors.js';
-import type { ImageProgress } from './image-catalog.js';
+import type { ImageProgress } from '../core/image-catalog.js';
 import { hostArchitecture } from './host-architecture.js';
 import { imageProblem, problemOf, REEXPORT_HINT } from './image-errors.js';
 import { OciArchiveContents, parseJson, type ArchiveFile } from './oci-archive-contents.js';

@@ -5,21 +5,13 @@
  */
 import { posix } from 'node:path';
 import type { FileToolName } from '../core/tool-call.js';
+import type { FilesystemRules } from '../core/session-contract.js';
 
 /** Reading (read, list, stat) or changing (write, edit, remove, mkdir) a path. */
 export type FileAccess = 'read' | 'write';
 
-/** The filesystem lists of a contract: absolute, normalized path prefixes. */
-export interface FilesystemRules {
-  /** readable, never writable */
-  readonly readOnly: readonly string[];
-  /** neither readable nor writable: hidden from the agent */
-  readonly denyRead: readonly string[];
-  /** not writable; wins over allowWrite */
-  readonly denyWrite: readonly string[];
-  /** when present, writes are allowed only under these prefixes (empty: nowhere) */
-  readonly allowWrite?: readonly string[];
-}
+/** The filesystem lists of a contract (the type lives in the core). */
+export type { FilesystemRules } from '../core/session-contract.js';
 
 /** The contract list a filesystem decision came from. */
 export type FilesystemRuleList = 'denyRead' | 'denyWrite' | 'readOnly' | 'allowWrite' | 'path';

@@ -5,7 +5,7 @@
  * know which words are in command position, so it tracks that and the
  * parentheses that change what `)` means.
  */
-import { ShellLexer, ShellSyntaxError, type ShellToken, type ShellWord } from './shell-lexer.js';
+import { type ShellLexer, ShellSyntaxError, type ShellToken, type ShellWord } from './shell-lexer.js';
 
 /** Receives what the parser finds. */
 export interface ShellCommandSink {

@@ -11,7 +11,7 @@ import { access, constants, lstat, mkdtemp, readdir, readFile, rm } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { ImageProgress } from '../../src/images/image-catalog.js';
+import type { ImageProgress } from '../../src/core/image-catalog.js';
 import { LocalImageCatalog } from '../../src/images/local-image-catalog.js';
 
 // The cache the setup script fills: on CI the real debootstrap run is the setup's own build.

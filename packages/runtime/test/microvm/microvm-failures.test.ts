@@ -13,10 +13,13 @@ import { mkdir, mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isAirlockError } from '../../src/core/errors.js';
-import type { ImageCatalog, ImageRecord } from '../../src/images/image-catalog.js';
+import type { ImageCatalog, ImageRecord } from '../../src/core/image-catalog.js';
 import { SandboxDrivers } from '../../src/core/sandbox-drivers.js';
 import type { SandboxSpec } from '../../src/core/sandbox-driver.js';
-import { SessionService } from '../../src/core/session-service.js';
+import type { SessionService } from '../../src/core/session-service.js';
+import { buildCoreServices } from '../../src/core/core-services.js';
+import { AuditLog } from '../../src/audit/audit-log.js';
+import { systemClock } from '../../src/core/clock.js';
 import { defaultCacheDir } from '../../src/data-dir.js';
 import { QemuMicrovmDriver, type MicrovmDriverOptions } from '../../src/drivers/qemu/index.js';
 import { ensureRootfsBlockImage } from '../../src/images/rootfs-block-image.js';
@@ -54,7 +57,7 @@ describe('microvm driver failures', () => {
     images = busyboxCatalog(join(base, 'rootfs'), join(base, 'cache'));
   });
   after(async () => {
-    store.close();
+    await store.close();
     for (const path of (await mountsUnder(base)).reverse()) execFileSync('umount', ['-l', path]);
     await rm(base, { recursive: true, force: true });
   });
@@ -62,13 +65,18 @@ describe('microvm driver failures', () => {
   /** A session service whose only driver is a microvm driver with `options`. */
   function servicesWith(name: string, options: Partial<MicrovmDriverOptions>): { sessions: SessionService; driver: QemuMicrovmDriver } {
     const driver = new QemuMicrovmDriver({ stateRoot: join(base, name, 'state'), cacheDir: defaultCacheDir(), sandboxesDir: join(base, name, 'sandboxes'), ...options });
-    const sessions = new SessionService({
+    const { sessions } = buildCoreServices({
       store,
+      audit: new AuditLog({ key: randomBytes(32), clock: systemClock }),
       drivers: new SandboxDrivers([driver]),
       disks,
       images,
       artifacts: new SnapshotDirectory(join(base, name, 'snapshots')),
-      layout: { sandboxStateDir: (sandboxId) => join(base, name, 'sandboxes', sandboxId) },
+      thumbnails: { put: async () => undefined, get: async () => undefined },
+      layout: { sandboxStateDir: (sandboxId: string) => join(base, name, 'sandboxes', sandboxId) },
+      authorizer: { authorize: () => ({ decision: 'allow', policyIds: [], reason: 'test', errors: [], enforced: true }) },
+      analyzeCommand: () => ({ programs: [], analysable: true, reasons: [] }),
+      owner: 'node-test',
     });
     return { sessions, driver };
   }
@@ -77,7 +85,7 @@ describe('microvm driver failures', () => {
   async function failedCreate(name: string, options: Partial<MicrovmDriverOptions>, code: string): Promise<string> {
     const { sessions, driver } = servicesWith(name, options);
     await assert.rejects(sessions.create({ contract: parseContract({ version: 1, resources: { memoryMb: 256 } }), imageName: 'busybox' }), (error: unknown) => isAirlockError(error) && error.code === code);
-    const session = sessions.list().at(-1);
+    const session = (await sessions.list()).at(-1);
     assert.ok(session);
     assert.equal(session.state, 'failed');
     assert.equal(session.failure?.code, code);

@@ -6,23 +6,28 @@
 import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakeDriver } from '../../src/drivers/fake/fake-driver.js';
+import { SandboxDrivers } from '../../src/core/sandbox-drivers.js';
 import { SqliteStore } from '../../src/stores/sqlite/sqlite-store.js';
 import { SnapshotDirectory } from '../../src/storage/snapshot-directory.js';
-import { SessionService } from '../../src/core/session-service.js';
-import { ApprovalService } from '../../src/core/approval-service.js';
-import { ToolPipeline, type CommandAnalysis } from '../../src/core/tool-pipeline.js';
-import { ToolExecutor } from '../../src/core/tool-executor.js';
-import { SnapshotService } from '../../src/core/snapshot-service.js';
-import { ForkService } from '../../src/core/fork-service.js';
-import { LineageTools } from '../../src/core/lineage-tools.js';
-import type { Clock } from '../../src/core/clock.js';
+import type { SessionService } from '../../src/core/session-service.js';
+import type { ApprovalService } from '../../src/core/approval-service.js';
+import type { ToolPipeline, CommandAnalysis } from '../../src/core/tool-pipeline.js';
+import type { SnapshotService } from '../../src/core/snapshot-service.js';
+import type { ForkService } from '../../src/core/fork-service.js';
+import type { SessionRecords } from '../../src/core/session-records.js';
+import type { SnapshotDisposal } from '../../src/core/snapshot-disposal.js';
+import type { Store } from '../../src/core/store.js';
+import type { SessionRecord } from '../../src/core/session.js';
+import { reconcileSessions, type ReconcileReport } from '../../src/core/session-reconciler.js';
+import { buildCoreServices, type CoreServices } from '../../src/core/core-services.js';
+import { AuditLog } from '../../src/audit/audit-log.js';
+import { systemClock, type Clock } from '../../src/core/clock.js';
 import type { Authorizer, PolicyDecision, AuthorizationContext } from '../../src/core/authorizer.js';
 import type { SessionDisks } from '../../src/core/session-disks.js';
-import type { ImageCatalog, ImageRecord } from '../../src/images/image-catalog.js';
+import type { ImageCatalog, ImageRecord } from '../../src/core/image-catalog.js';
+import { randomBytes } from 'node:crypto';
 import { AirlockError } from '../../src/core/errors.js';
-import { SandboxDrivers } from '../../src/core/sandbox-drivers.js';
-import { DesktopTools } from '../../src/core/desktop-tools.js';
-import { DesktopTakeovers } from '../../src/core/desktop-takeovers.js';
+import type { DesktopTools } from '../../src/core/desktop-tools.js';
 import type { ThumbnailStore } from '../../src/core/screen-thumbnails.js';
 import { parseContract, type SessionContract } from '../../src/policy/session-contract.js';
 
@@ -89,9 +94,6 @@ export class StaticImages implements ImageCatalog {
     if (name !== this.image.name && name !== 'debian-bookworm') throw new AirlockError('IMAGE_NOT_FOUND', `no image ${name}`);
     return this.image;
   }
-  async rootfsBlockDevice(): Promise<string> {
-    return `${this.image.rootfsDir}.ext4`;
-  }
   async buildDebian(): Promise<ImageRecord> {
     return this.image;
   }
@@ -99,6 +101,9 @@ export class StaticImages implements ImageCatalog {
     return this.image;
   }
   async remove(): Promise<void> {}
+  async rootfsBlockDevice(): Promise<string> {
+    return `${this.image.rootfsDir}.ext4`;
+  }
 }
 
 /** An authorizer answering from a function of the context. */
@@ -140,7 +145,13 @@ export interface CoreFixture {
   /** the default driver */
   driver: FakeDriver;
   drivers: SandboxDrivers;
-  store: SqliteStore;
+  store: Store;
+  audit: AuditLog;
+  /** the audit key of this fixture's chains */
+  auditKey: Buffer;
+  records: SessionRecords;
+  disposal: SnapshotDisposal;
+  core: CoreServices;
   disks: DirectoryDisks;
   images: StaticImages;
   sessions: SessionService;
@@ -155,26 +166,40 @@ export interface CoreFixture {
   desktop: DesktopTools;
   thumbnails: MemoryThumbnails;
   contract(extra?: Record<string, unknown>): SessionContract;
-  close(): void;
+  /** Writes a session record as a crash would have left it, bypassing the transition table (tests only). */
+  forceRecord(id: string, change: Partial<SessionRecord>): Promise<SessionRecord>;
+  /** Reconciles as the server does at start. */
+  reconcile(): Promise<ReconcileReport>;
+  close(): Promise<void>;
 }
 
-/** Builds a fresh fixture; `maxBranches` (of a fork) defaults to 64, `concurrency` (branches restored at once) to 4. */
-export function coreFixture(options: { maxBranches?: number; concurrency?: number; extraDrivers?: FakeDriver[] } = {}): CoreFixture {
+/** Options of the fixture. */
+export interface CoreFixtureOptions {
+  /** largest fork; default 64 */
+  maxBranches?: number;
+  /** branches restored at once; default 4 */
+  concurrency?: number;
+  /** the store to use (default: a fresh SQLite file in the fixture's dir, closed with the fixture; a given one stays open) */
+  store?: Store;
+  /** the audit key (default: a fresh one) */
+  auditKey?: Buffer;
+  /** the server this core speaks for; default `srv_test` */
+  owner?: string;
+  /** drivers besides the default fake one (e.g. a fake microVM driver) */
+  extraDrivers?: FakeDriver[];
+}
+
+/** Builds a fresh fixture over the fake driver and in-memory disks and images. */
+export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
   const dir = mkdtempSync('/tmp/airlock-core-');
   const driver = new FakeDriver();
   const drivers = new SandboxDrivers([driver, ...(options.extraDrivers ?? [])]);
-  const store = new SqliteStore(join(dir, 'airlock.db'));
+  const store = options.store ?? new SqliteStore(join(dir, 'airlock.db'));
   const artifacts = new SnapshotDirectory(join(dir, 'snapshots'));
   const disks = new DirectoryDisks(join(dir, 'disks'));
   const images = new StaticImages();
-  const sessions = new SessionService({
-    store,
-    drivers,
-    disks,
-    images,
-    artifacts,
-    layout: { sandboxStateDir: (id) => join(dir, 'state', id) },
-  });
+  const auditKey = options.auditKey ?? randomBytes(32);
+  const audit = new AuditLog({ key: auditKey, clock: systemClock });
   // the fake checkpoint writes nothing: give every snapshot one file so it can be sealed
   for (const each of drivers.all() as FakeDriver[]) {
     const realCheckpoint = each.checkpoint.bind(each);
@@ -184,51 +209,70 @@ export function coreFixture(options: { maxBranches?: number; concurrency?: numbe
       return realCheckpoint(handle, imageDir, checkpointOptions);
     };
   }
-  const approvals = new ApprovalService(store);
   const authorizer = new ScriptedAuthorizer();
   const analyze = (input: { command?: string; argv?: string[] }): CommandAnalysis => {
     const words = input.command ? input.command.split(/[\s;&|]+/) : (input.argv ?? []);
     return { programs: [...new Set(words.filter(Boolean))].sort(), analysable: true, reasons: [] };
   };
   const clock = new ManualClock();
-  const snapshots = new SnapshotService({ store, drivers, disks, artifacts, sessions, clock });
-  const forks = new ForkService({
+  const thumbnails = new MemoryThumbnails();
+  const core = buildCoreServices({
     store,
+    audit,
+    drivers,
     disks,
     images,
     artifacts,
-    sessions,
-    snapshots,
-    hooks: sessions.hooks,
-    clock,
-    ...(options.maxBranches === undefined ? {} : { maxBranches: options.maxBranches }),
-    ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+    thumbnails,
+    takeoverFrameIntervalMs: 50,
+    layout: { sandboxStateDir: (id) => join(dir, 'state', id) },
+    authorizer,
+    analyzeCommand: analyze,
+    owner: options.owner ?? 'srv_test',
+    lineageClock: clock,
+    ...(options.maxBranches === undefined ? {} : { maxForkBranches: options.maxBranches }),
+    ...(options.concurrency === undefined ? {} : { forkConcurrency: options.concurrency }),
   });
-  const thumbnails = new MemoryThumbnails();
-  const takeovers: DesktopTakeovers = new DesktopTakeovers({ store, frames: thumbnails, capture: (sessionId) => desktop.capture(sessionId), clock, frameIntervalMs: 50 });
-  const desktop: DesktopTools = new DesktopTools(sessions, thumbnails, takeovers);
-  const executor = new ToolExecutor(sessions, new LineageTools(snapshots, forks), desktop);
-  const pipeline = new ToolPipeline({ store, sessions, authorizer, analyzeCommand: analyze, executor, approvals, desktop });
   return {
     dir,
     driver,
     drivers,
     store,
+    audit,
+    auditKey,
+    records: core.records,
+    disposal: core.disposal,
+    core,
     disks,
     images,
-    sessions,
-    approvals,
-    pipeline,
+    sessions: core.sessions,
+    approvals: core.approvals,
+    pipeline: core.pipeline,
     authorizer,
     artifacts,
     clock,
-    snapshots,
-    forks,
-    desktop,
+    snapshots: core.snapshots,
+    forks: core.forks,
+    desktop: core.desktop,
     thumbnails,
     contract: (extra = {}) => parseContract({ version: 1, ...extra }),
-    close() {
-      store.close();
+    async forceRecord(id, change) {
+      return store.transaction(async (tx) => {
+        const current = await tx.lockSession(id);
+        if (!current) throw new Error(`no session ${id}`);
+        const next = { ...current, ...change, version: current.version + 1 };
+        if (!(await tx.replaceSession(next))) throw new Error('lost the compare-and-set');
+        return next;
+      });
+    },
+    reconcile() {
+      return reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, drivers, specs: core.specs, disks, artifacts });
+    },
+    async close() {
+      await core.takeovers.close();
+      await core.approvals.close();
+      await core.usage.drain();
+      if (!options.store) await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

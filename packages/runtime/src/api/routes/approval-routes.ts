@@ -11,7 +11,7 @@ const decisionBody = z.strictObject({ reason: z.string().max(4000).optional(), b
 /** Registers /v1/approvals routes. */
 export function registerApprovalRoutes(app: FastifyInstance, services: AirlockServices): void {
   app.get<{ Querystring: { sessionId?: string; state?: string } }>('/v1/approvals', async (request) => {
-    const approvals = services.approvals.list({
+    const approvals = await services.approvals.list({
       ...(request.query.sessionId === undefined ? {} : { sessionId: request.query.sessionId }),
       pendingOnly: request.query.state === 'pending',
     });

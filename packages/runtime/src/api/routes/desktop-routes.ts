@@ -47,7 +47,7 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
   });
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/desktop', async (request) => {
-    const session = services.sessions.get(request.params.id);
+    const session = await services.sessions.get(request.params.id);
     const takeover = services.desktop.takeovers.current(session.id);
     const image = await services.images.get(session.imageName).catch(() => undefined);
     return {
@@ -61,7 +61,7 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
   });
 
   app.get<{ Params: { id: string; name: string } }>('/v1/sessions/:id/desktop/thumbnails/:name', async (request, reply) => {
-    const session = services.sessions.get(request.params.id);
+    const session = await services.sessions.get(request.params.id);
     const png = await services.thumbnails.get(session.id, request.params.name);
     if (!png) {
       throw new AirlockError('NOT_FOUND', `no thumbnail ${request.params.name} for session ${session.id}: it was never taken or has been pruned (the audit record still holds its sha256)`, {
@@ -72,20 +72,20 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
   });
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/desktop/takeover', async (request, reply) => {
-    const session = services.sessions.get(request.params.id);
+    const session = await services.sessions.get(request.params.id);
     const { by } = parseBody(takeoverBody, request.body ?? {});
     // A console login is recorded as its person, whatever the body says (as approvals are).
-    const takeover = services.desktop.takeovers.begin(session.id, approverName(identityOf(request), by));
+    const takeover = await services.desktop.takeovers.begin(session.id, approverName(identityOf(request), by));
     return reply.status(201).send(summary(takeover));
   });
 
   app.delete<{ Params: { id: string } }>('/v1/sessions/:id/desktop/takeover', async (request) => {
-    const session = services.sessions.get(request.params.id);
+    const session = await services.sessions.get(request.params.id);
     return summary(await services.desktop.takeovers.end(session.id));
   });
 
   app.get<{ Params: { id: string; takeoverId: string } }>('/v1/sessions/:id/desktop/takeovers/:takeoverId', async (request) => {
-    const session = services.sessions.get(request.params.id);
+    const session = await services.sessions.get(request.params.id);
     const takeover = services.desktop.takeovers.get(session.id, request.params.takeoverId);
     return {
       ...summary(takeover),
@@ -99,7 +99,7 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
     url: '/v1/sessions/:id/desktop/vnc',
     // A plain GET (no upgrade) is told what the route is, instead of an empty 404.
     handler: async (request) => {
-      services.sessions.get(request.params.id);
+      await services.sessions.get(request.params.id);
       throw new AirlockError('INVALID_REQUEST', 'the live view is a WebSocket carrying VNC (RFB 3.8): connect with a WebSocket client such as noVNC, with the same authentication', {
         details: { field: 'upgrade' },
       });

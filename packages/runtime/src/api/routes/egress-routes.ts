@@ -19,19 +19,19 @@ export function registerEgressRoutes(app: FastifyInstance, services: AirlockServ
   app.put<{ Params: { name: string } }>('/v1/secrets/:name', async (request) => {
     const body = parseBody(secretBody, request.body ?? {});
     const info = secrets().set(request.params.name, body.value);
-    services.store.appendAudit({ sessionId: '', type: 'secret.set', data: { name: info.name, bytes: info.bytes } });
+    await services.audit.appendNow(services.store, { sessionId: '', type: 'secret.set', data: { name: info.name, bytes: info.bytes } });
     return info;
   });
   app.delete<{ Params: { name: string } }>('/v1/secrets/:name', async (request) => {
     if (!secrets().remove(request.params.name)) {
       throw new AirlockError('SECRET_NOT_FOUND', `no secret named ${request.params.name}; list them with \`airlock secrets ls\``, { details: { name: request.params.name } });
     }
-    services.store.appendAudit({ sessionId: '', type: 'secret.deleted', data: { name: request.params.name } });
+    await services.audit.appendNow(services.store, { sessionId: '', type: 'secret.deleted', data: { name: request.params.name } });
     return { name: request.params.name, deleted: true };
   });
   app.patch<{ Params: { id: string } }>('/v1/sessions/:id/contract', async (request) => {
     const body = parseBody(contractPatch, request.body ?? {});
     if (!services.contracts) throw new AirlockError('INTERNAL', 'this server cannot update contracts');
-    return sessionView(services.contracts.updateNetwork(request.params.id, body.network));
+    return sessionView(await services.contracts.updateNetwork(request.params.id, body.network));
   });
 }

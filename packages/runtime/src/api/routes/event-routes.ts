@@ -20,7 +20,7 @@ export function registerEventRoutes(app: FastifyInstance, services: AirlockServi
     const identity = identityOf(request);
     const sessionId = request.query.sessionId;
     if (sessionId !== undefined) {
-      const session = services.sessions.get(sessionId);
+      const session = await services.sessions.get(sessionId);
       // Another tenant's session answers as if it did not exist (issue 12).
       if (identity.tenant !== '*' && session.tenant !== identity.tenant) {
         throw new AirlockError('SESSION_NOT_FOUND', `session ${sessionId} does not exist; list sessions with \`airlock sessions ls\``, { details: { sessionId } });

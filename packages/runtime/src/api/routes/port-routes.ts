@@ -41,18 +41,18 @@ export function registerPortRoutes(app: FastifyInstance, services: AirlockServic
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/ports', async (request) => ({
     sessionId: request.params.id,
-    ports: services.ports.list(request.params.id).map((port) => view(request, request.params.id, port)),
+    ports: (await services.ports.list(request.params.id)).map((port) => view(request, request.params.id, port)),
   }));
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/ports', async (request, reply) => {
     const { port } = parseBody(exposeBody, request.body ?? {});
-    services.ports.expose(request.params.id, port);
+    await services.ports.expose(request.params.id, port);
     return reply.status(201).send(view(request, request.params.id, port));
   });
 
   app.delete<{ Params: PortParams }>('/v1/sessions/:id/ports/:port', async (request) => {
     const port = portNumber(request.params.port);
-    services.ports.unexpose(request.params.id, port);
+    await services.ports.unexpose(request.params.id, port);
     return { port, exposed: false };
   });
 

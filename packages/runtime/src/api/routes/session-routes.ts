@@ -4,7 +4,6 @@ import { z } from 'zod';
 import type { AirlockServices } from '../airlock-services.js';
 import { sessionView } from '../session-view.js';
 import { parseBody } from '../parse-body.js';
-import { verifyChain } from '../../audit/hash-chain.js';
 
 const createBody = z.strictObject({
   image: z.string().min(1).optional(),
@@ -31,17 +30,17 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     return reply.status(201).send(sessionView(session));
   });
 
-  app.get('/v1/sessions', async () => ({ sessions: services.sessions.list().map((session) => sessionView(session)) }));
+  app.get('/v1/sessions', async () => ({ sessions: (await services.sessions.list()).map((session) => sessionView(session)) }));
 
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(services.sessions.get(request.params.id)));
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(await services.sessions.get(request.params.id)));
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/contract', async (request) => {
-    const session = services.sessions.get(request.params.id);
+    const session = await services.sessions.get(request.params.id);
     return { sessionId: session.id, version: session.contractVersion, contract: session.contract };
   });
 
   app.get<{ Params: { tenant: string } }>('/v1/tenants/:tenant/usage', async (request) => {
-    const views = services.sessions.list().filter((session) => session.tenant === request.params.tenant).map((session) => sessionView(session));
+    const views = (await services.sessions.list()).filter((session) => session.tenant === request.params.tenant).map((session) => sessionView(session));
     const totals: Record<string, number> = {};
     for (const view of views) {
       for (const [key, value] of Object.entries(view['meters'] as Record<string, number>)) {
@@ -58,22 +57,29 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
   app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(await services.sessions.terminate(request.params.id)));
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/guard/reset', async (request) => {
-    const session = services.sessions.resetGuard(request.params.id, 'api');
+    const session = await services.sessions.resetGuard(request.params.id, 'api');
     return sessionView(session);
   });
 
   app.get<{ Params: { id: string }; Querystring: { afterSeq?: string; limit?: string; tail?: string } }>('/v1/sessions/:id/audit', async (request) => {
-    const session = services.sessions.get(request.params.id);
+    const session = await services.sessions.get(request.params.id);
     // tail=N: the last N records (what the console shows beside a held call), without reading the whole chain.
     const tail = Number.parseInt(request.query.tail ?? '', 10);
-    const afterSeq = tail > 0 ? Math.max(0, services.store.auditHead(session.id).seq - tail) : Number.parseInt(request.query.afterSeq ?? '0', 10) || 0;
+    const afterSeq = tail > 0 ? Math.max(0, (await services.store.auditHead(session.id)).seq - tail) : Number.parseInt(request.query.afterSeq ?? '0', 10) || 0;
     const limit = Math.min(Number.parseInt(request.query.limit ?? '10000', 10) || 10000, 100000);
-    return { sessionId: session.id, records: services.store.listAudit(session.id, { afterSeq, limit }) };
+    return { sessionId: session.id, records: await services.store.listAudit(session.id, { afterSeq, limit }) };
   });
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/audit/verify', async (request) => {
-    const session = services.sessions.get(request.params.id);
-    const result = verifyChain(session.id, services.store.listAudit(session.id), services.store.auditHead(session.id));
+    const session = await services.sessions.get(request.params.id);
+    const result = await services.audit.verify(services.store, session.id, { mustHaveRecords: true });
     return { sessionId: session.id, ...result };
+  });
+
+  // JSON lines: every record, then the head signed with the audit key (`airlock audit export ID`).
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/audit/export', async (request, reply) => {
+    const session = await services.sessions.get(request.params.id);
+    const lines = await services.audit.exportChain(services.store, session.id);
+    return reply.type('application/x-ndjson').send(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
   });
 }

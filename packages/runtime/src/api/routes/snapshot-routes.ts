@@ -22,12 +22,12 @@ export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockSe
 
   app.get<{ Querystring: { sessionId?: string; all?: string } }>('/v1/snapshots', async (request) => {
     const { sessionId, all } = request.query;
-    if (sessionId !== undefined) services.sessions.get(sessionId);
-    const snapshots = services.snapshots.list({ ...(sessionId === undefined ? {} : { sessionId }), includeDeleted: all === 'true' || all === '1' });
+    if (sessionId !== undefined) await services.sessions.get(sessionId);
+    const snapshots = await services.snapshots.list({ ...(sessionId === undefined ? {} : { sessionId }), includeDeleted: all === 'true' || all === '1' });
     return { snapshots: snapshots.map((snapshot) => snapshotView(snapshot)) };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/snapshots/:id', async (request) => snapshotView(services.snapshots.get(request.params.id)));
+  app.get<{ Params: { id: string } }>('/v1/snapshots/:id', async (request) => snapshotView(await services.snapshots.get(request.params.id)));
 
   app.delete<{ Params: { id: string } }>('/v1/snapshots/:id', async (request) => snapshotView(await services.snapshots.remove(request.params.id)));
 

@@ -11,7 +11,7 @@ import { AirlockError } from '../../core/errors.js';
 /** Registers GET /v1/sessions/:id/terminal. */
 export function registerTerminalRoutes(app: FastifyInstance, services: AirlockServices): void {
   app.get<{ Params: { id: string } }>('/v1/sessions/:id/terminal', async (request) => {
-    const session = services.sessions.get(request.params.id);
+    const session = await services.sessions.get(request.params.id);
     // Capability check: no driver offers a PTY yet. When one does, this upgrades to a WebSocket here.
     throw new AirlockError('NOT_AVAILABLE', `the takeover terminal needs a PTY inside the sandbox, which this server's driver does not offer yet; use \`airlock exec ${session.id} -- COMMAND\` meanwhile`, {
       details: { sessionId: session.id, capability: 'pty' },

@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { AirlockError } from '../../core/errors.js';
 import type { SandboxNetwork } from '../../core/sandbox-driver.js';
-import { hostCommand, hostCommandQuiet } from './host-commands.js';
+import { hostCommand, hostCommandQuiet } from '../../host/host-commands.js';
 
 /** Where `ip netns` keeps named namespaces. */
 export const NETNS_DIR = '/var/run/netns';

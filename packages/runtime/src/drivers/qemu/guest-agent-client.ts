@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { AirlockError } from '../../core/errors.js';
-import type { ExecOutcome, ExecRequest, SandboxIdentity } from '../../core/sandbox-driver.js';
+import type { ExecOutcome, ExecRequest } from '../../core/sandbox-driver.js';
 import { DATA_CHUNK_BYTES, encodeExec, encodeFrame, encodeIdentity, FrameReader, FrameType, SYNC_MAGIC, type GuestFrame } from './guest-protocol.js';
 
 /** How long a killed command may take to report its end before the call gives up on it. */

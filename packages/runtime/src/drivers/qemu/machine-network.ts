@@ -13,7 +13,7 @@
  * them by interface and source address exactly as for gVisor.
  */
 import type { SandboxNetwork } from '../../core/sandbox-driver.js';
-import { hostCommand } from '../gvisor/host-commands.js';
+import { hostCommand } from '../../host/host-commands.js';
 import { SandboxNetworks } from '../gvisor/sandbox-network.js';
 
 /** The tap device QEMU opens inside the sandbox's namespace. */

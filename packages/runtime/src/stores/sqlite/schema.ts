@@ -40,4 +40,15 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX snapshots_session ON snapshots(session_id);
   `,
+  // v2: compare-and-set versions, owners (the server that manages a session), settings.
+  `
+  ALTER TABLE sessions ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+  CREATE INDEX sessions_owner ON sessions(owner);
+  CREATE INDEX approvals_session ON approvals(session_id);
+  CREATE TABLE settings (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  );
+  `,
 ];

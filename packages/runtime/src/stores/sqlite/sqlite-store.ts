@@ -1,219 +1,281 @@
 /**
  * The embedded store: one SQLite file in the data dir, WAL journal with
  * synchronous=FULL so that a write acknowledged to a client survives a crash
- * of the server or of the host.
+ * of the server or of the host. Two connections: transactions run one at a
+ * time on the writer (BEGIN IMMEDIATE, queued in this process), and reads
+ * outside a transaction go to the reader, which only ever sees committed data.
  */
 import Database from 'better-sqlite3';
-import type { Store, SessionQuery } from '../../core/store.js';
+import type { Store, StoreChange, StoreSetting, StoreTransaction, SessionQuery, AuditQuery, ApprovalQuery } from '../../core/store.js';
 import type { SessionRecord } from '../../core/session.js';
 import type { ApprovalRecord, ApprovalState } from '../../core/approval.js';
 import type { SnapshotRecord } from '../../core/snapshot.js';
-import type { AuditAppend, AuditRecord } from '../../audit/audit-record.js';
-import { GENESIS_HASH, hashRecord } from '../../audit/hash-chain.js';
+import type { AuditHead, AuditRecord } from '../../audit/audit-record.js';
 import { AirlockError } from '../../core/errors.js';
+import { ChangeListeners, CommitEffects, outermost } from '../store-changes.js';
+import { SqliteReads } from './sqlite-reads.js';
 import { MIGRATIONS } from './schema.js';
-
-interface AuditRow {
-  session_id: string;
-  seq: number;
-  at: string;
-  type: string;
-  data: string;
-  prev_hash: string;
-  hash: string;
-}
 
 /** Store on better-sqlite3. */
 export class SqliteStore implements Store {
-  private readonly db: Database.Database;
+  readonly kind = 'sqlite' as const;
+  private readonly writer: Database.Database;
+  private readonly reader: Database.Database;
+  private readonly writerReads: SqliteReads;
+  private readonly readerReads: SqliteReads;
+  private readonly listeners = new ChangeListeners();
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
 
   constructor(path: string) {
     try {
-      this.db = new Database(path);
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = FULL');
-      this.db.pragma('busy_timeout = 5000');
-      this.db.pragma('foreign_keys = ON');
+      this.writer = open(path);
+      this.migrate();
+      this.reader = open(path);
     } catch (error) {
-      throw new AirlockError('INTERNAL', `cannot open the database at ${path}: check the data dir is writable`, {
-        cause: error,
-      });
+      if (error instanceof AirlockError) throw error;
+      throw new AirlockError('INTERNAL', `cannot open the database at ${path}: check the data dir is writable (${(error as Error).message})`, { cause: error });
     }
-    this.migrate();
+    this.writerReads = new SqliteReads(this.writer);
+    this.readerReads = new SqliteReads(this.reader);
   }
 
   private migrate(): void {
-    const version = this.db.pragma('user_version', { simple: true }) as number;
+    const version = this.writer.pragma('user_version', { simple: true }) as number;
     if (version > MIGRATIONS.length) {
-      throw new AirlockError(
-        'INTERNAL',
-        `the database schema (v${version}) is newer than this Airlock (v${MIGRATIONS.length}); upgrade Airlock`,
-      );
+      throw new AirlockError('INTERNAL', `the database schema (v${version}) is newer than this Airlock (v${MIGRATIONS.length}); upgrade Airlock`);
     }
     for (let index = version; index < MIGRATIONS.length; index += 1) {
-      this.db.transaction(() => {
-        this.db.exec(MIGRATIONS[index] ?? '');
-        this.db.pragma(`user_version = ${index + 1}`);
+      this.writer.transaction(() => {
+        this.writer.exec(MIGRATIONS[index] ?? '');
+        this.writer.pragma(`user_version = ${index + 1}`);
       })();
     }
   }
 
-  transaction<T>(work: () => T): T {
-    return this.db.transaction(work)();
+  transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return outermost(async () => {
+      const run = this.queue.then(() => this.runTransaction(work));
+      this.queue = run.catch(() => undefined);
+      const { result, effects } = await run;
+      effects.committed(this.listeners);
+      return result;
+    });
   }
 
-  insertSession(session: SessionRecord): void {
-    this.db
-      .prepare('INSERT INTO sessions (id, state, tenant, created_at, record) VALUES (?, ?, ?, ?, ?)')
-      .run(session.id, session.state, session.tenant, session.createdAt, JSON.stringify(session));
-  }
-
-  getSession(id: string): SessionRecord | undefined {
-    const row = this.db.prepare('SELECT record FROM sessions WHERE id = ?').get(id) as { record: string } | undefined;
-    return row ? (JSON.parse(row.record) as SessionRecord) : undefined;
-  }
-
-  updateSession(session: SessionRecord): void {
-    const result = this.db
-      .prepare('UPDATE sessions SET state = ?, record = ? WHERE id = ?')
-      .run(session.state, JSON.stringify(session), session.id);
-    if (result.changes !== 1) throw new AirlockError('SESSION_NOT_FOUND', `session ${session.id} does not exist`);
-  }
-
-  listSessions(query: SessionQuery = {}): SessionRecord[] {
-    const clauses: string[] = [];
-    const params: unknown[] = [];
-    if (query.states && query.states.length > 0) {
-      clauses.push(`state IN (${query.states.map(() => '?').join(',')})`);
-      params.push(...query.states);
+  private async runTransaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<{ result: T; effects: CommitEffects }> {
+    if (this.closed) throw new AirlockError('INTERNAL', 'the store is closed');
+    const effects = new CommitEffects();
+    const tx = new SqliteTransaction(this.writer, this.writerReads, effects);
+    this.writer.prepare('BEGIN IMMEDIATE').run();
+    try {
+      const result = await work(tx);
+      tx.finish();
+      this.writer.prepare('COMMIT').run();
+      return { result, effects };
+    } catch (error) {
+      tx.finish();
+      if (this.writer.inTransaction) this.writer.prepare('ROLLBACK').run();
+      throw error;
     }
-    if (query.tenant !== undefined) {
-      clauses.push('tenant = ?');
-      params.push(query.tenant);
-    }
-    const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
-    const rows = this.db.prepare(`SELECT record FROM sessions ${where} ORDER BY created_at, id`).all(...params) as {
-      record: string;
-    }[];
-    return rows.map((row) => JSON.parse(row.record) as SessionRecord);
   }
 
-  appendAudit(entry: AuditAppend): AuditRecord {
-    return this.db.transaction((): AuditRecord => {
-      const head = this.auditHead(entry.sessionId);
-      const unsigned = {
-        sessionId: entry.sessionId,
-        seq: head.seq + 1,
-        at: new Date().toISOString(),
-        type: entry.type,
-        data: entry.data,
-        prevHash: head.hash,
-      };
-      const record: AuditRecord = { ...unsigned, hash: hashRecord(unsigned) };
-      this.db
-        .prepare(
-          'INSERT INTO audit_records (session_id, seq, at, type, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        )
-        .run(record.sessionId, record.seq, record.at, record.type, JSON.stringify(record.data), record.prevHash, record.hash);
-      this.db
-        .prepare(
-          'INSERT INTO audit_heads (session_id, seq, hash) VALUES (?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash',
-        )
-        .run(record.sessionId, record.seq, record.hash);
-      return record;
-    })();
+  watch(listener: (change: StoreChange) => void): () => void {
+    return this.listeners.add(listener);
   }
 
-  listAudit(sessionId: string, options: { afterSeq?: number; limit?: number; types?: string[] } = {}): AuditRecord[] {
-    const params: unknown[] = [sessionId, options.afterSeq ?? 0];
-    let typeClause = '';
-    if (options.types && options.types.length > 0) {
-      typeClause = `AND type IN (${options.types.map(() => '?').join(',')})`;
-      params.push(...options.types);
-    }
-    params.push(options.limit ?? -1);
-    const rows = this.db
-      .prepare(`SELECT * FROM audit_records WHERE session_id = ? AND seq > ? ${typeClause} ORDER BY seq LIMIT ?`)
-      .all(...params) as AuditRow[];
-    return rows.map((row) => ({
-      sessionId: row.session_id,
-      seq: row.seq,
-      at: row.at,
-      type: row.type,
-      data: JSON.parse(row.data) as Record<string, unknown>,
-      prevHash: row.prev_hash,
-      hash: row.hash,
-    }));
+  getSession(id: string): Promise<SessionRecord | undefined> {
+    return this.readerReads.getSession(id);
+  }
+  listSessions(query?: SessionQuery): Promise<SessionRecord[]> {
+    return this.readerReads.listSessions(query);
+  }
+  listAudit(sessionId: string, query?: AuditQuery): Promise<AuditRecord[]> {
+    return this.readerReads.listAudit(sessionId, query);
+  }
+  auditHead(sessionId: string): Promise<AuditHead> {
+    return this.readerReads.auditHead(sessionId);
+  }
+  listAuditedSessions(): Promise<string[]> {
+    return this.readerReads.listAuditedSessions();
+  }
+  getApproval(id: string): Promise<ApprovalRecord | undefined> {
+    return this.readerReads.getApproval(id);
+  }
+  listApprovals(query?: ApprovalQuery): Promise<ApprovalRecord[]> {
+    return this.readerReads.listApprovals(query);
+  }
+  getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
+    return this.readerReads.getSnapshot(id);
+  }
+  listSnapshots(query?: { sessionId?: string }): Promise<SnapshotRecord[]> {
+    return this.readerReads.listSnapshots(query);
+  }
+  getSetting(name: StoreSetting): Promise<string | undefined> {
+    return this.readerReads.getSetting(name);
   }
 
-  auditHead(sessionId: string): { seq: number; hash: string } {
-    const row = this.db.prepare('SELECT seq, hash FROM audit_heads WHERE session_id = ?').get(sessionId) as
-      | { seq: number; hash: string }
-      | undefined;
-    return row ?? { seq: 0, hash: GENESIS_HASH };
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.queue;
+    this.reader.close();
+    this.writer.close();
+  }
+}
+
+function open(path: string): Database.Database {
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  return db;
+}
+
+/** The writer connection inside BEGIN IMMEDIATE: every other transaction of this process waits. */
+class SqliteTransaction implements StoreTransaction {
+  private open = true;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly reads: SqliteReads,
+    private readonly effects: CommitEffects,
+  ) {}
+
+  /** Ends the object's life: a transaction object kept past its end must not write. */
+  finish(): void {
+    this.open = false;
   }
 
-  insertApproval(approval: ApprovalRecord): void {
-    this.db
-      .prepare('INSERT INTO approvals (id, session_id, state, created_at, record) VALUES (?, ?, ?, ?, ?)')
-      .run(approval.id, approval.sessionId, approval.state, approval.createdAt, JSON.stringify(approval));
+  private run(sql: string, ...params: unknown[]): Database.RunResult {
+    if (!this.open) throw new AirlockError('INTERNAL', 'this transaction already ended; open a new one');
+    return this.reads.statement(sql).run(...params);
   }
 
-  getApproval(id: string): ApprovalRecord | undefined {
-    const row = this.db.prepare('SELECT record FROM approvals WHERE id = ?').get(id) as { record: string } | undefined;
-    return row ? (JSON.parse(row.record) as ApprovalRecord) : undefined;
+  getSession(id: string): Promise<SessionRecord | undefined> {
+    return this.reads.getSession(id);
+  }
+  lockSession(id: string): Promise<SessionRecord | undefined> {
+    // BEGIN IMMEDIATE already holds the database's write lock.
+    return this.reads.getSession(id);
+  }
+  listSessions(query?: SessionQuery): Promise<SessionRecord[]> {
+    return this.reads.listSessions(query);
+  }
+  listAudit(sessionId: string, query?: AuditQuery): Promise<AuditRecord[]> {
+    return this.reads.listAudit(sessionId, query);
+  }
+  auditHead(sessionId: string): Promise<AuditHead> {
+    return this.reads.auditHead(sessionId);
+  }
+  lockAuditHead(sessionId: string): Promise<AuditHead> {
+    return this.reads.auditHead(sessionId);
+  }
+  listAuditedSessions(): Promise<string[]> {
+    return this.reads.listAuditedSessions();
+  }
+  getApproval(id: string): Promise<ApprovalRecord | undefined> {
+    return this.reads.getApproval(id);
+  }
+  listApprovals(query?: ApprovalQuery): Promise<ApprovalRecord[]> {
+    return this.reads.listApprovals(query);
+  }
+  getSnapshot(id: string): Promise<SnapshotRecord | undefined> {
+    return this.reads.getSnapshot(id);
+  }
+  listSnapshots(query?: { sessionId?: string }): Promise<SnapshotRecord[]> {
+    return this.reads.listSnapshots(query);
+  }
+  getSetting(name: StoreSetting): Promise<string | undefined> {
+    return this.reads.getSetting(name);
   }
 
-  transitionApproval(id: string, from: ApprovalState, next: ApprovalRecord): boolean {
-    const result = this.db
-      .prepare('UPDATE approvals SET state = ?, record = ? WHERE id = ? AND state = ?')
-      .run(next.state, JSON.stringify(next), id, from);
+  async insertSession(session: SessionRecord): Promise<void> {
+    this.run(
+      'INSERT INTO sessions (id, state, tenant, created_at, version, owner, record) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      session.id,
+      session.state,
+      session.tenant,
+      session.createdAt,
+      session.version,
+      session.owner,
+      JSON.stringify(session),
+    );
+  }
+
+  async replaceSession(next: SessionRecord): Promise<boolean> {
+    const result = this.run(
+      'UPDATE sessions SET state = ?, tenant = ?, version = ?, owner = ?, record = ? WHERE id = ? AND version = ?',
+      next.state,
+      next.tenant,
+      next.version,
+      next.owner,
+      JSON.stringify(next),
+      next.id,
+      next.version - 1,
+    );
     return result.changes === 1;
   }
 
-  listApprovals(query: { sessionId?: string; states?: ApprovalState[] } = {}): ApprovalRecord[] {
-    const clauses: string[] = [];
-    const params: unknown[] = [];
-    if (query.sessionId !== undefined) {
-      clauses.push('session_id = ?');
-      params.push(query.sessionId);
-    }
-    if (query.states && query.states.length > 0) {
-      clauses.push(`state IN (${query.states.map(() => '?').join(',')})`);
-      params.push(...query.states);
-    }
-    const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
-    const rows = this.db.prepare(`SELECT record FROM approvals ${where} ORDER BY created_at, id`).all(...params) as {
-      record: string;
-    }[];
-    return rows.map((row) => JSON.parse(row.record) as ApprovalRecord);
+  async insertAuditRecord(record: AuditRecord): Promise<void> {
+    this.run(
+      'INSERT INTO audit_records (session_id, seq, at, type, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      record.sessionId,
+      record.seq,
+      record.at,
+      record.type,
+      JSON.stringify(record.data),
+      record.prevHash,
+      record.hash,
+    );
+    this.run(
+      'INSERT INTO audit_heads (session_id, seq, hash) VALUES (?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash',
+      record.sessionId,
+      record.seq,
+      record.hash,
+    );
+    this.effects.change({ kind: 'audit', sessionId: record.sessionId, firstSeq: record.seq, seq: record.seq });
   }
 
-  insertSnapshot(snapshot: SnapshotRecord): void {
-    this.db
-      .prepare('INSERT INTO snapshots (id, session_id, created_at, record) VALUES (?, ?, ?, ?)')
-      .run(snapshot.id, snapshot.sessionId, snapshot.createdAt, JSON.stringify(snapshot));
+  async insertApproval(approval: ApprovalRecord): Promise<void> {
+    this.run(
+      'INSERT INTO approvals (id, session_id, state, created_at, record) VALUES (?, ?, ?, ?, ?)',
+      approval.id,
+      approval.sessionId,
+      approval.state,
+      approval.createdAt,
+      JSON.stringify(approval),
+    );
+    this.effects.change({ kind: 'approval', approvalId: approval.id, sessionId: approval.sessionId, state: approval.state });
   }
 
-  getSnapshot(id: string): SnapshotRecord | undefined {
-    const row = this.db.prepare('SELECT record FROM snapshots WHERE id = ?').get(id) as { record: string } | undefined;
-    return row ? (JSON.parse(row.record) as SnapshotRecord) : undefined;
+  async transitionApproval(id: string, from: ApprovalState, next: ApprovalRecord): Promise<boolean> {
+    const result = this.run('UPDATE approvals SET state = ?, record = ? WHERE id = ? AND state = ?', next.state, JSON.stringify(next), id, from);
+    if (result.changes !== 1) return false;
+    this.effects.change({ kind: 'approval', approvalId: id, sessionId: next.sessionId, state: next.state });
+    return true;
   }
 
-  updateSnapshot(snapshot: SnapshotRecord): void {
-    this.db.prepare('UPDATE snapshots SET record = ? WHERE id = ?').run(JSON.stringify(snapshot), snapshot.id);
+  async insertSnapshot(snapshot: SnapshotRecord): Promise<void> {
+    this.run(
+      'INSERT INTO snapshots (id, session_id, created_at, record) VALUES (?, ?, ?, ?)',
+      snapshot.id,
+      snapshot.sessionId,
+      snapshot.createdAt,
+      JSON.stringify(snapshot),
+    );
   }
 
-  listSnapshots(query: { sessionId?: string } = {}): SnapshotRecord[] {
-    const rows = (
-      query.sessionId === undefined
-        ? this.db.prepare('SELECT record FROM snapshots ORDER BY created_at, id').all()
-        : this.db.prepare('SELECT record FROM snapshots WHERE session_id = ? ORDER BY created_at, id').all(query.sessionId)
-    ) as { record: string }[];
-    return rows.map((row) => JSON.parse(row.record) as SnapshotRecord);
+  async updateSnapshot(snapshot: SnapshotRecord): Promise<void> {
+    this.run('UPDATE snapshots SET record = ? WHERE id = ?', JSON.stringify(snapshot), snapshot.id);
   }
 
-  close(): void {
-    this.db.close();
+  async setSetting(name: StoreSetting, value: string): Promise<void> {
+    this.run('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value', name, value);
+  }
+
+  afterCommit(callback: () => void): void {
+    this.effects.afterCommit(callback);
   }
 }

@@ -4,8 +4,13 @@ import { Authentication, approverName, cookieValue, installationTokens, LOGIN_CO
 import { ConsoleLogins } from '../../../src/api/console-logins.js';
 import { isAirlockError } from '../../../src/core/errors.js';
 import { tapAuditAppends } from '../../../src/api/audit-tap.js';
-import type { Store } from '../../../src/core/store.js';
-import type { AuditRecord } from '../../../src/audit/audit-record.js';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { SqliteStore } from '../../../src/stores/sqlite/sqlite-store.js';
+import { AuditLog } from '../../../src/audit/audit-log.js';
+import { systemClock } from '../../../src/core/clock.js';
+import { waitFor } from '../../support/wait-for.js';
 
 const TOKEN = 'installation-token-0123456789';
 
@@ -139,84 +144,76 @@ describe('authentication: a request becomes an identity', () => {
 });
 
 describe('the audit tap', () => {
-  /** A store double with a transaction that really rolls back (discards) appends. */
-  function fakeStore(): Store & { committed: AuditRecord[] } {
-    const pending: AuditRecord[][] = [];
-    const committed: AuditRecord[] = [];
-    let seq = 0;
-    const store = {
-      committed,
-      transaction<T>(work: () => T): T {
-        pending.push([]);
-        try {
-          const result = work();
-          const mine = pending.pop() ?? [];
-          (pending[pending.length - 1] ?? committed).push(...mine);
-          return result;
-        } catch (error) {
-          pending.pop();
-          throw error;
-        }
+  /** A real store and audit log; the tap hears through the store's change feed. */
+  function bench() {
+    const dir = mkdtempSync('/tmp/airlock-tap-');
+    const store = new SqliteStore(join(dir, 'a.db'));
+    const audit = new AuditLog({ key: randomBytes(32), clock: systemClock });
+    return {
+      store,
+      audit,
+      async close() {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
       },
-      appendAudit(entry: { sessionId: string; type: string; data: Record<string, unknown> }): AuditRecord {
-        seq += 1;
-        const record: AuditRecord = { ...entry, seq, at: new Date().toISOString(), prevHash: '', hash: String(seq) };
-        (pending[pending.length - 1] ?? committed).push(record);
-        return record;
-      },
-      listSessions: () => [],
     };
-    return store as unknown as Store & { committed: AuditRecord[] };
   }
 
-  it('reports a record appended outside a transaction at once, and a transaction\'s records only when it commits', () => {
-    const store = fakeStore();
+  it("reports a transaction's records once it commits, in chain order, also several of one transaction", async () => {
+    const { store, audit, close } = bench();
     const heard: string[] = [];
-    const tapped = tapAuditAppends(store, (record) => heard.push(record.type));
-    tapped.appendAudit({ sessionId: 's', type: 'a.alone', data: {} });
-    assert.deepEqual(heard, ['a.alone']);
-    tapped.transaction(() => {
-      tapped.appendAudit({ sessionId: 's', type: 'b.inside', data: {} });
-      assert.deepEqual(heard, ['a.alone'], 'not before the commit');
-      tapped.transaction(() => tapped.appendAudit({ sessionId: 's', type: 'c.nested', data: {} }));
-      assert.deepEqual(heard, ['a.alone'], 'a nested commit waits for the outer one');
-    });
-    assert.deepEqual(heard, ['a.alone', 'b.inside', 'c.nested']);
+    const untap = tapAuditAppends(store, (record) => heard.push(`${record.seq}:${record.type}`));
+    try {
+      await audit.appendNow(store, { sessionId: 's', type: 'a.alone', data: {} });
+      await store.transaction(async (tx) => {
+        await audit.append(tx, { sessionId: 's', type: 'b.inside', data: {} });
+        await audit.append(tx, { sessionId: 's', type: 'c.inside', data: {} });
+        assert.ok(!heard.some((entry) => entry.includes('inside')), 'nothing of this transaction before its commit');
+      });
+      await waitFor(() => heard.length === 3, 5_000, 'the records to be heard');
+      assert.deepEqual(heard, ['1:a.alone', '2:b.inside', '3:c.inside']);
+    } finally {
+      untap();
+      await close();
+    }
   });
 
-  it('never reports the records of a transaction that rolled back', () => {
-    const store = fakeStore();
+  it('never reports the records of a transaction that rolled back', async () => {
+    const { store, audit, close } = bench();
     const heard: string[] = [];
-    const tapped = tapAuditAppends(store, (record) => heard.push(record.type));
-    assert.throws(() =>
-      tapped.transaction(() => {
-        tapped.appendAudit({ sessionId: 's', type: 'x.lost', data: {} });
-        throw new Error('boom');
-      }),
-    );
-    tapped.transaction(() => {
-      try {
-        tapped.transaction(() => {
-          tapped.appendAudit({ sessionId: 's', type: 'y.inner-lost', data: {} });
-          throw new Error('inner');
-        });
-      } catch {
-        // the outer transaction goes on
-      }
-      tapped.appendAudit({ sessionId: 's', type: 'z.kept', data: {} });
-    });
-    assert.deepEqual(heard, ['z.kept']);
-    assert.deepEqual(store.committed.map((record) => record.type), ['z.kept']);
+    const untap = tapAuditAppends(store, (record) => heard.push(record.type));
+    try {
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          await audit.append(tx, { sessionId: 's', type: 'x.lost', data: {} });
+          throw new Error('boom');
+        }),
+      );
+      await audit.appendNow(store, { sessionId: 's', type: 'z.kept', data: {} });
+      await waitFor(() => heard.length === 1, 5_000, 'the kept record to be heard');
+      assert.deepEqual(heard, ['z.kept']);
+      assert.deepEqual((await store.listAudit('s')).map((record) => record.type), ['z.kept']);
+    } finally {
+      untap();
+      await close();
+    }
   });
 
-  it('passes every other method through, and a failing listener never fails the write', () => {
-    const store = fakeStore();
-    const tapped = tapAuditAppends(store, () => {
+  it('a failing listener never fails the write', async () => {
+    const { store, audit, close } = bench();
+    let calls = 0;
+    const untap = tapAuditAppends(store, () => {
+      calls += 1;
       throw new Error('listener broke');
     });
-    assert.deepEqual(tapped.listSessions(), []);
-    const record = tapped.appendAudit({ sessionId: 's', type: 'a.kept', data: {} });
-    assert.equal(record.type, 'a.kept');
-    assert.equal(store.committed.length, 1);
+    try {
+      const record = await audit.appendNow(store, { sessionId: 's', type: 'a.kept', data: {} });
+      assert.equal(record.type, 'a.kept');
+      await waitFor(() => calls === 1, 5_000, 'the listener to be called');
+      assert.equal((await store.listAudit('s')).length, 1);
+    } finally {
+      untap();
+      await close();
+    }
   });
 });

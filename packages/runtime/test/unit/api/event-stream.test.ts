@@ -3,6 +3,7 @@
  * burst, a resync instead of an unbounded queue, a slow reader cut off, and
  * another tenant's sessions never sent.
  */
+import type { SessionContract } from '../../../src/core/session-contract.js';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
@@ -44,7 +45,7 @@ class RecordingResponse extends EventEmitter {
 function session(id: string, tenant: string): SessionRecord {
   const now = new Date().toISOString();
   return {
-    id, state: 'running', pendingOperation: null, mode: 'machine', tenant, principal: 'agent', imageName: 'image', imageDigest: 'sha256:x', contractVersion: 1, contract: {},
+    id, version: 1, owner: 'srv_test', state: 'running', pendingOperation: null, mode: 'machine', tenant, principal: 'agent', imageName: 'image', imageDigest: 'sha256:x', contractVersion: 1, contract: {} as SessionContract,
     resources: { cpus: 1, memoryMb: 512, diskMb: 1024, maxProcesses: 64 }, sandbox: null, generation: 1, resumeSnapshotId: null, lineage: null, failure: null,
     createdAt: now, updatedAt: now, stateSince: now, lastActivityAt: now, meters: emptyMeters(), guard: emptyGuard(),
   };

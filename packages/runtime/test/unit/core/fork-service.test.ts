@@ -4,7 +4,6 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { AirlockError } from '../../../src/core/errors.js';
-import { verifyChain } from '../../../src/audit/hash-chain.js';
 import type { ExecRequest } from '../../../src/core/sandbox-driver.js';
 import type { SessionRecord } from '../../../src/core/session.js';
 
@@ -52,11 +51,11 @@ describe('ForkService', () => {
       assert.equal(branch.imageDigest, parent.imageDigest);
       assert.deepEqual(branch.contract, parent.contract);
       assert.equal(readFileSync(join(fx.dir, 'disks', branch.id, 'task.txt'), 'utf8'), 'the task', 'the disk copy came along');
-      const records = fx.store.listAudit(branch.id);
+      const records = await fx.store.listAudit(branch.id);
       assert.equal(records[0]?.type, 'session.forked', 'the chain of a branch starts from the fork');
       assert.equal(records[0]?.data['parentSessionId'], parent.id);
       assert.equal(records[0]?.data['branchIndex'], branch.lineage?.branchIndex);
-      assert.equal(verifyChain(branch.id, records, fx.store.auditHead(branch.id)).ok, true);
+      assert.equal((await fx.audit.verify(fx.store, branch.id, { mustHaveRecords: true })).ok, true);
     }
     const identities = branches.map((b) => fx.driver.identities.get(b.sandbox?.sandboxId ?? ''));
     assert.equal(new Set(identities.map((i) => i?.hostname)).size, 3, 'hostnames differ');
@@ -65,8 +64,8 @@ describe('ForkService', () => {
     writeFileSync(join(fx.dir, 'disks', branches[0]?.id ?? '', 'only-0.txt'), 'x');
     assert.equal(existsSync(join(fx.dir, 'disks', branches[1]?.id ?? '', 'only-0.txt')), false, 'a write in one branch stays there');
     assert.equal(existsSync(join(fx.dir, 'disks', parent.id, 'only-0.txt')), false);
-    assert.equal(fx.sessions.get(parent.id).state, 'running', 'the parent runs on');
-    const parentTypes = fx.store.listAudit(parent.id).map((r) => r.type);
+    assert.equal((await fx.sessions.get(parent.id)).state, 'running', 'the parent runs on');
+    const parentTypes = (await fx.store.listAudit(parent.id)).map((r) => r.type);
     for (const type of ['snapshot.created', 'session.fork-started', 'session.fork-completed']) assert.ok(parentTypes.includes(type), type);
   });
 
@@ -83,7 +82,7 @@ describe('ForkService', () => {
       assert.equal(run.env['AIRLOCK_PARENT_SESSION_ID'], parent.id);
       assert.equal(run.env['AIRLOCK_HOOK'], 'on-fork');
       assert.match(run.env['AIRLOCK_FORK_SEED'] ?? '', /^[0-9a-f]{64}$/);
-      const executed = fx.store.listAudit(branch.id, { types: ['hook.executed'] });
+      const executed = await fx.store.listAudit(branch.id, { types: ['hook.executed'] });
       assert.equal(executed[0]?.data['stdout'], 'reseeded\n');
       assert.equal(executed[0]?.data['phase'], 'on-fork');
     }
@@ -98,7 +97,7 @@ describe('ForkService', () => {
     assert.equal(runs.length, 1);
     assert.equal(runs[0]?.env['AIRLOCK_SESSION_ID'], session.id);
     assert.match(runs[0]?.env['AIRLOCK_RESUME_SEED'] ?? '', /^[0-9a-f]{64}$/);
-    assert.equal(fx.store.listAudit(session.id, { types: ['hook.executed'] }).length, 1);
+    assert.equal((await fx.store.listAudit(session.id, { types: ['hook.executed'] })).length, 1);
   });
 
   it('refuses bad counts and sources with clear errors, creating nothing', async () => {
@@ -108,8 +107,8 @@ describe('ForkService', () => {
       for (const count of [0, -1, 1.5, 5, Number.NaN]) {
         await assert.rejects(small.forks.fork({ sessionId: parent.id }, count), { code: 'INVALID_ARGUMENTS', message: /from 1 to 4/ });
       }
-      assert.equal(small.sessions.list().length, 1);
-      assert.equal(small.snapshots.list().length, 0, 'no snapshot taken for a refused fork');
+      assert.equal((await small.sessions.list()).length, 1);
+      assert.equal((await small.snapshots.list()).length, 0, 'no snapshot taken for a refused fork');
       await small.sessions.terminate(parent.id);
       await assert.rejects(small.forks.fork({ sessionId: parent.id }, 1), { code: 'INVALID_STATE', message: /terminated/ });
       await assert.rejects(small.forks.fork({ sessionId: 'ses_nothere' }, 1), { code: 'SESSION_NOT_FOUND' });
@@ -119,7 +118,7 @@ describe('ForkService', () => {
       const third = await small.sessions.create({ contract: small.contract() });
       await assert.rejects(small.forks.fork({ sessionId: third.id, snapshotId: otherSnapshot.id }, 1), { code: 'INVALID_ARGUMENTS', message: /belongs to session/ });
     } finally {
-      small.close();
+      await small.close();
     }
   });
 
@@ -128,7 +127,7 @@ describe('ForkService', () => {
     const snapshot = await fx.snapshots.create(parent.id);
     writeFileSync(fx.artifacts.diskPathFor(snapshot.id), JSON.stringify({ 'injected.txt': 'eA==' }));
     await assert.rejects(fx.forks.fork({ snapshotId: snapshot.id }, 3), { code: 'SNAPSHOT_CORRUPT' });
-    assert.equal(fx.sessions.list().length, 1, 'no branch session was created');
+    assert.equal((await fx.sessions.list()).length, 1, 'no branch session was created');
   });
 
   it('forks a suspended session from its suspend image plus its disk; the parent stays suspended', async () => {
@@ -139,7 +138,7 @@ describe('ForkService', () => {
     const branches = okBranches(result);
     assert.equal(result.snapshot.parentSnapshotId, suspended.resumeSnapshotId);
     assert.equal(readFileSync(join(fx.dir, 'disks', branches[1]?.id ?? '', 'task.txt'), 'utf8'), 'suspended work');
-    assert.equal(fx.sessions.get(parent.id).state, 'suspended');
+    assert.equal((await fx.sessions.get(parent.id)).state, 'suspended');
     // the suspend snapshot, named directly, works the same while it is the resume point
     okBranches(await fx.forks.fork({ snapshotId: suspended.resumeSnapshotId ?? '' }, 1));
     await fx.sessions.resume(parent.id);
@@ -163,13 +162,13 @@ describe('ForkService', () => {
     const failedId = failure.sessionId;
     assert.equal(failure.error.code, 'DRIVER_FAILED');
     assert.match(failure.error.message, /runsc exited with 128/);
-    const record = fx.sessions.get(failedId);
+    const record = await fx.sessions.get(failedId);
     assert.equal(record.state, 'failed');
     assert.equal(record.failure?.code, 'DRIVER_FAILED');
     assert.equal(fx.disks.existing().includes(failedId), false, 'its disk is gone');
     assert.equal([...fx.driver.sandboxes.keys()].some((id) => id.includes(failedId)), false, 'no sandbox of it');
     assert.equal(result.branches.filter((b) => b.ok).length, 2);
-    const completed = fx.store.listAudit(parent.id, { types: ['session.fork-completed'] })[0];
+    const completed = (await fx.store.listAudit(parent.id, { types: ['session.fork-completed'] }))[0];
     assert.equal((completed?.data['failed'] as unknown[]).length, 1);
   });
 
@@ -208,9 +207,9 @@ describe('ForkService', () => {
         assert.equal(branch.error.code, 'DISK_FULL');
         assert.match(branch.error.message, /was not created: the host ran out of disk space while creating branch 1/);
       }
-      assert.equal(serial.sessions.list().length, 3, 'parent, one branch, one failed branch');
+      assert.equal((await serial.sessions.list()).length, 3, 'parent, one branch, one failed branch');
     } finally {
-      serial.close();
+      await serial.close();
     }
   });
 });

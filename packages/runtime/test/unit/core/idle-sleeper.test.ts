@@ -41,30 +41,35 @@ describe('IdleSleeper', () => {
   });
   afterEach(async () => {
     await sleeper.stop();
-    fx.close();
+    await fx.close();
   });
 
   const idleFor = (seconds: number) => (offsetMs = seconds * 1000);
   const create = (idle: Record<string, unknown> = {}) => fx.sessions.create({ contract: fx.contract({ idle: { suspendAfterSeconds: 8, ...idle } }) });
-  const types = (id: string) => fx.store.listAudit(id).map((record) => record.type);
+  // Samples taken after a call hold the session's lock for a moment: a tick waits until they are done.
+  const idleTick = async () => {
+    await fx.core.usage.drain();
+    await sleeper.tick();
+  };
+  const types = async (id: string) => (await fx.store.listAudit(id)).map((record) => record.type);
 
   it('pauses after a quarter of the suspend timeout by default, suspends after it, and the next call wakes it from each depth', async () => {
     const session = await create();
     assert.deepEqual(idlePolicyOf(session), { pauseAfterSeconds: 2, suspendAfterSeconds: 8, keepAwake: false });
     idleFor(1);
-    await sleeper.tick();
-    assert.equal(fx.sessions.get(session.id).state, 'running', 'not idle long enough for anything');
+    await idleTick();
+    assert.equal((await fx.sessions.get(session.id)).state, 'running', 'not idle long enough for anything');
     idleFor(3);
-    await sleeper.tick();
-    assert.equal(fx.sessions.get(session.id).state, 'paused');
+    await idleTick();
+    assert.equal((await fx.sessions.get(session.id)).state, 'paused');
     const fromPause = await fx.pipeline.submit(session.id, 'exec', { argv: ['echo', 'hi'] });
     assert.equal(fromPause.status, 'completed');
-    assert.equal(fx.sessions.get(session.id).state, 'running');
-    assert.ok(types(session.id).includes('session.unpaused'));
+    assert.equal((await fx.sessions.get(session.id)).state, 'running');
+    assert.ok((await types(session.id)).includes('session.unpaused'));
 
     idleFor(9);
-    await sleeper.tick();
-    const suspended = fx.sessions.get(session.id);
+    await idleTick();
+    const suspended = await fx.sessions.get(session.id);
     assert.equal(suspended.state, 'suspended');
     assert.equal(suspended.sandbox, null);
     const restore = fx.driver.restore.bind(fx.driver);
@@ -75,7 +80,7 @@ describe('IdleSleeper', () => {
     const fromSuspend = await fx.pipeline.submit(session.id, 'exec', { argv: ['echo', 'hi'] });
     assert.equal(fromSuspend.status, 'completed');
     assert.ok(fromSuspend.status === 'completed' && fromSuspend.timing.resumeMs >= 25, 'the caller sees the wake-up in timing.resumeMs');
-    const audit = fx.store.listAudit(session.id);
+    const audit = await fx.store.listAudit(session.id);
     const paused = audit.find((record) => record.type === 'session.paused');
     const slept = audit.find((record) => record.type === 'session.suspended');
     assert.equal(paused?.data['reason'], 'idle');
@@ -85,20 +90,20 @@ describe('IdleSleeper', () => {
   it('goes straight from running to suspended when the idle time already passed both timeouts', async () => {
     const session = await create({ pauseAfterSeconds: 2 });
     idleFor(60);
-    await sleeper.tick();
-    assert.equal(fx.sessions.get(session.id).state, 'suspended');
+    await idleTick();
+    assert.equal((await fx.sessions.get(session.id)).state, 'suspended');
   });
 
   it('charges paused and suspended time apart from running time', async () => {
     const session = await create();
     idleFor(3);
-    await sleeper.tick();
+    await idleTick();
     idleFor(9);
-    await sleeper.tick();
+    await idleTick();
     await fx.sessions.resume(session.id);
-    const meters = fx.sessions.get(session.id).meters;
+    const meters = (await fx.sessions.get(session.id)).meters;
     assert.ok(meters.runningSeconds >= 0 && meters.pausedSeconds >= 0 && meters.suspendedSeconds >= 0);
-    const audit = types(session.id).filter((type) => ['session.paused', 'session.suspended', 'session.resumed'].includes(type));
+    const audit = (await types(session.id)).filter((type) => ['session.paused', 'session.suspended', 'session.resumed'].includes(type));
     assert.deepEqual(audit, ['session.paused', 'session.suspended', 'session.resumed']);
   });
 
@@ -108,14 +113,14 @@ describe('IdleSleeper', () => {
     await setKeepAwake(fx.sessions, flagged.id, true);
     const perCall = await fx.sessions.create({ contract: fx.contract({ idle: { suspendAfterSeconds: 8 } }), mode: 'per-call' });
     idleFor(3600);
-    await sleeper.tick();
-    assert.equal(fx.sessions.get(contractAwake.id).state, 'running');
-    assert.equal(fx.sessions.get(flagged.id).state, 'running');
-    assert.equal(fx.sessions.get(perCall.id).state, 'running');
-    assert.ok(types(flagged.id).includes('session.keep-awake-changed'));
+    await idleTick();
+    assert.equal((await fx.sessions.get(contractAwake.id)).state, 'running');
+    assert.equal((await fx.sessions.get(flagged.id)).state, 'running');
+    assert.equal((await fx.sessions.get(perCall.id)).state, 'running');
+    assert.ok((await types(flagged.id)).includes('session.keep-awake-changed'));
     await setKeepAwake(fx.sessions, flagged.id, false);
-    await sleeper.tick();
-    assert.equal(fx.sessions.get(flagged.id).state, 'suspended', 'it sleeps again once the flag is off');
+    await idleTick();
+    assert.equal((await fx.sessions.get(flagged.id)).state, 'suspended', 'it sleeps again once the flag is off');
     assert.equal((await setKeepAwake(fx.sessions, flagged.id, true)).state, 'running', 'turning it on wakes the machine');
     await assert.rejects(setKeepAwake(fx.sessions, perCall.id, true), { code: 'INVALID_STATE' });
   });
@@ -131,19 +136,19 @@ describe('IdleSleeper', () => {
     const call = fx.pipeline.submit(session.id, 'exec', { argv: ['sleep', '100'] });
     await tick();
     idleFor(3600);
-    await sleeper.tick();
-    assert.equal(fx.sessions.get(session.id).state, 'running', 'a long call is not idleness');
+    await idleTick();
+    assert.equal((await fx.sessions.get(session.id)).state, 'running', 'a long call is not idleness');
     offsetMs = 0;
     hold.release();
     assert.equal((await call).status, 'completed');
     idleFor(1);
-    await sleeper.tick();
-    assert.equal(fx.sessions.get(session.id).state, 'running', 'idle time starts when the call ended');
+    await idleTick();
+    assert.equal((await fx.sessions.get(session.id)).state, 'running', 'idle time starts when the call ended');
   });
 
   it('cancels a sleep when a call slipped in between the idle check and the lock', async () => {
     const session = await create();
-    makeIdleSince(fx, session, 3600);
+    await makeIdleSince(fx, session, 3600);
     const hold = deferred();
     const exec = fx.driver.exec.bind(fx.driver);
     fx.driver.exec = async (handle, request) => {
@@ -157,12 +162,12 @@ describe('IdleSleeper', () => {
     hold.release();
     assert.equal((await call).status, 'completed');
     assert.equal(await sleep, undefined, 'the sleep was cancelled');
-    assert.equal(fx.sessions.get(session.id).state, 'running');
+    assert.equal((await fx.sessions.get(session.id)).state, 'running');
   });
 
   it('serializes an idle suspend with calls that arrive during it: no lost call, exactly one resume', async () => {
     const session = await create();
-    makeIdleSince(fx, session, 3600);
+    await makeIdleSince(fx, session, 3600);
     const hold = holdCheckpoints(fx);
     // create looked for on-start hooks with one exec
     const execsBefore = fx.driver.execs.length;
@@ -181,10 +186,10 @@ describe('IdleSleeper', () => {
     }
     const echoes = fx.driver.execs.filter((exec) => exec.argv[0] === 'echo');
     assert.equal(echoes.length, 3, 'every call ran');
-    const after = fx.sessions.get(session.id);
+    const after = await fx.sessions.get(session.id);
     assert.equal(after.state, 'running');
     assert.equal(after.generation, 2, 'one restore');
-    assert.equal(types(session.id).filter((type) => type === 'session.resumed').length, 1, 'exactly one resume');
+    assert.equal((await types(session.id)).filter((type) => type === 'session.resumed').length, 1, 'exactly one resume');
     assert.ok(echoes.every((exec) => exec.sandboxId === after.sandbox?.sandboxId), 'all ran on the restored machine');
   });
 
@@ -192,11 +197,15 @@ describe('IdleSleeper', () => {
     const session = await create();
     const hold = holdCheckpoints(fx);
     const statesSeen: string[] = [];
+    let suspendDone = false;
     fx.driver.handler = (argv) => {
-      statesSeen.push(`${fx.sessions.get(session.id).state}/${fx.sessions.get(session.id).pendingOperation ?? '-'}`);
+      statesSeen.push(suspendDone ? 'after the suspend' : 'during the suspend');
       return { stdout: argv.at(-1) ?? '' };
     };
-    const suspending = fx.sessions.suspend(session.id);
+    const suspending = fx.sessions.suspend(session.id).then((record) => {
+      suspendDone = true;
+      return record;
+    });
     await waitFor(() => hold.checkpoints() === 1);
     const call = fx.pipeline.submit(session.id, 'exec', { argv: ['cat', '/workspace/f'], ephemeral: true });
     await tick();
@@ -205,8 +214,8 @@ describe('IdleSleeper', () => {
     await suspending;
     const outcome = await call;
     assert.equal(outcome.status, 'completed');
-    assert.deepEqual(statesSeen, ['suspended/-'], 'it ran once the suspend had finished, without waking the machine');
-    assert.equal(fx.sessions.get(session.id).state, 'suspended');
+    assert.deepEqual(statesSeen, ['after the suspend'], 'it ran once the suspend had finished, without waking the machine');
+    assert.equal((await fx.sessions.get(session.id)).state, 'suspended');
   });
 
   it('reports a failed sleep and leaves the session alone for a while instead of retrying every tick', async () => {
@@ -215,18 +224,17 @@ describe('IdleSleeper', () => {
       throw new Error('pause failed');
     };
     idleFor(3);
-    await sleeper.tick();
-    await sleeper.tick();
+    await idleTick();
+    await idleTick();
     assert.equal(errors.length, 1);
-    assert.equal(fx.sessions.get(session.id).state, 'running');
+    assert.equal((await fx.sessions.get(session.id)).state, 'running');
   });
 });
 
 /** Backdates a session's activity (and state change), as if it had been idle for `seconds`. */
-function makeIdleSince(fx: CoreFixture, session: SessionRecord, seconds: number): void {
-  const record = fx.sessions.get(session.id);
+async function makeIdleSince(fx: CoreFixture, session: SessionRecord, seconds: number): Promise<void> {
   const past = new Date(Date.now() - seconds * 1000).toISOString();
-  fx.store.updateSession({ ...record, lastActivityAt: past, stateSince: past });
+  await fx.forceRecord(session.id, { lastActivityAt: past, stateSince: past });
 }
 
 async function waitFor(condition: () => boolean): Promise<void> {
@@ -249,18 +257,18 @@ describe('IdleSleeper and driver capabilities', () => {
       assert.equal(noPause.sandbox?.driver, 'no-pause', 'the handle names the driver that made it');
       offsetMs = 3_000;
       await sleeper.tick();
-      assert.equal(fx.sessions.get(noPause.id).state, 'running', 'paused although its driver cannot pause');
-      assert.equal(fx.sessions.get(noSnapshot.id).state, 'paused');
+      assert.equal((await fx.sessions.get(noPause.id)).state, 'running', 'paused although its driver cannot pause');
+      assert.equal((await fx.sessions.get(noSnapshot.id)).state, 'paused');
       offsetMs = 9_000;
       await sleeper.tick();
-      assert.equal(fx.sessions.get(noPause.id).state, 'suspended', 'it can still be suspended');
-      assert.equal(fx.sessions.get(noSnapshot.id).state, 'paused', 'suspended although its driver cannot snapshot');
+      assert.equal((await fx.sessions.get(noPause.id)).state, 'suspended', 'it can still be suspended');
+      assert.equal((await fx.sessions.get(noSnapshot.id)).state, 'paused', 'suspended although its driver cannot snapshot');
       await assert.rejects(fx.sessions.resume(noPause.id).then(() => fx.sessions.pause(noPause.id)), { code: 'INVALID_STATE' });
       await assert.rejects(fx.sessions.suspend(noSnapshot.id), { code: 'INVALID_STATE' });
       await assert.rejects(fx.forks.fork({ sessionId: noSnapshot.id }, 1), { code: 'INVALID_STATE' });
     } finally {
       await sleeper.stop();
-      fx.close();
+      await fx.close();
     }
   });
 
@@ -269,14 +277,14 @@ describe('IdleSleeper and driver capabilities', () => {
     try {
       assert.equal((await fx.sessions.create({ contract: fx.contract() })).driver, 'fake', 'the first driver is the default');
       assert.equal((await fx.sessions.create({ contract: fx.contract({ sandbox: 'microvm' }) })).driver, 'microvm');
-      const before = fx.sessions.list().length;
+      const before = (await fx.sessions.list()).length;
       await assert.rejects(fx.sessions.create({ contract: fx.contract(), sandbox: 'nope' }), (error: Error & { code?: string }) => error.code === 'INVALID_ARGUMENTS' && /fake, microvm/.test(error.message));
       await assert.rejects(fx.sessions.create({ contract: fx.contract({ sandbox: 'microvm' }), sandbox: 'fake' }), { code: 'INVALID_ARGUMENTS' });
-      assert.equal(fx.sessions.list().length, before, 'a refused create left a session');
-      const created = fx.store.listAudit(fx.sessions.list()[1]?.id ?? '').find((record) => record.type === 'session.created');
+      assert.equal((await fx.sessions.list()).length, before, 'a refused create left a session');
+      const created = (await fx.store.listAudit((await fx.sessions.list())[1]?.id ?? '')).find((record) => record.type === 'session.created');
       assert.equal(created?.data['sandbox'], 'microvm');
     } finally {
-      fx.close();
+      await fx.close();
     }
   });
 });

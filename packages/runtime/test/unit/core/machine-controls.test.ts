@@ -26,8 +26,8 @@ describe('SessionResizer', () => {
     assert.deepEqual(resized, [{ cpus: 2, memoryMb: 1024 }]);
     assert.equal(after.resources.memoryMb, 1024);
     assert.equal(after.resources.cpus, 2);
-    assert.equal(fx.sessions.get(session.id).resources.memoryMb, 1024);
-    const record = fx.store.listAudit(session.id).find((entry) => entry.type === 'session.resized');
+    assert.equal((await fx.sessions.get(session.id)).resources.memoryMb, 1024);
+    const record = (await fx.store.listAudit(session.id)).find((entry) => entry.type === 'session.resized');
     assert.deepEqual(record?.data['from'], { cpus: 1, memoryMb: 256 });
     assert.deepEqual(record?.data['to'], { cpus: 2, memoryMb: 1024 });
     assert.equal(after.sandbox?.sandboxId, session.sandbox?.sandboxId, 'the same machine: no restart');
@@ -50,7 +50,7 @@ describe('SessionResizer', () => {
       return true;
     });
     assert.deepEqual(resized, [], 'the driver was never asked');
-    assert.equal(fx.sessions.get(session.id).resources.memoryMb, 256);
+    assert.equal((await fx.sessions.get(session.id)).resources.memoryMb, 256);
     const perCall = await fx.sessions.create({ contract: fx.contract(), mode: 'per-call' });
     await assert.rejects(resizer.resize(perCall.id, { memoryMb: 1024 }), { code: 'INVALID_STATE' });
   });
@@ -76,9 +76,9 @@ describe('SessionPorts', () => {
   it('forwards only exposed ports, wakes a suspended machine for a connection, and audits exposure', async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     await assert.rejects(ports.forward(session.id, 8000, async () => 'x'), { code: 'INVALID_STATE' });
-    ports.expose(session.id, 8000);
-    ports.expose(session.id, 8000);
-    assert.deepEqual(ports.list(session.id), [8000]);
+    await ports.expose(session.id, 8000);
+    await ports.expose(session.id, 8000);
+    assert.deepEqual(await ports.list(session.id), [8000]);
     fx.driver.connectHandler = () => echoStream();
     await fx.sessions.suspend(session.id);
     const { result } = await ports.forward(session.id, 8000, async (socket) => {
@@ -88,19 +88,19 @@ describe('SessionPorts', () => {
       return text;
     });
     assert.equal(result, 'ping');
-    assert.equal(fx.sessions.get(session.id).state, 'running');
-    ports.unexpose(session.id, 8000);
-    assert.deepEqual(ports.list(session.id), []);
-    assert.throws(() => ports.unexpose(session.id, 8000), { code: 'NOT_FOUND' });
-    const types = fx.store.listAudit(session.id).map((entry) => entry.type);
+    assert.equal((await fx.sessions.get(session.id)).state, 'running');
+    await ports.unexpose(session.id, 8000);
+    assert.deepEqual(await ports.list(session.id), []);
+    await assert.rejects(ports.unexpose(session.id, 8000), { code: 'NOT_FOUND' });
+    const types = (await fx.store.listAudit(session.id)).map((entry) => entry.type);
     assert.equal(types.filter((type) => type === 'port.exposed').length, 1);
     assert.ok(types.includes('port.unexposed'));
-    assert.throws(() => ports.expose(session.id, 70000), { code: 'INVALID_ARGUMENTS' });
+    await assert.rejects(ports.expose(session.id, 70000), { code: 'INVALID_ARGUMENTS' });
   });
 
   it('refuses ports of per-call sessions: nothing listens between calls', async () => {
     const session = await fx.sessions.create({ contract: fx.contract(), mode: 'per-call' });
-    assert.throws(() => ports.expose(session.id, 8000), { code: 'INVALID_STATE' });
+    await assert.rejects(ports.expose(session.id, 8000), { code: 'INVALID_STATE' });
   });
 });
 
@@ -123,7 +123,7 @@ describe('per-call execution', () => {
     await fx.pipeline.submit(session.id, 'exec', { argv: ['sleep', '60'], timeoutMs: 60_000 });
     await fx.pipeline.submit(session.id, 'exec', { argv: ['true'], timeoutMs: 1_000 });
     assert.deepEqual(requests.map((request) => request.timeoutMs), [5_000, 1_000]);
-    assert.ok((fx.sessions.get(session.id).meters.perCallSeconds ?? 0) > 0);
+    assert.ok(((await fx.sessions.get(session.id)).meters.perCallSeconds ?? 0) > 0);
     fx.driver.runOnce = async () => ({ exitCode: 137, timedOut: true, aborted: false, durationMs: 5_000, startMs: 300 });
     const killed = await fx.pipeline.submit(session.id, 'exec', { argv: ['sleep', '60'], timeoutMs: 60_000 });
     assert.equal(killed.status, 'completed');

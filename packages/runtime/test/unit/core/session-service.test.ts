@@ -3,9 +3,6 @@ import assert from 'node:assert/strict';
 import { writeFileSync, readdirSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
-import { reconcileSessions } from '../../../src/core/session-reconciler.js';
-import { DirectoryDisks } from '../../support/core-fixture.js';
-import { verifyChain } from '../../../src/audit/hash-chain.js';
 import { AirlockError } from '../../../src/core/errors.js';
 
 describe('SessionService', () => {
@@ -29,12 +26,14 @@ describe('SessionService', () => {
     const terminated = await fx.sessions.terminate(session.id);
     assert.equal(terminated.state, 'terminated');
     assert.deepEqual(readdirSync(join(fx.dir, 'snapshots')), [], 'memory images are destroyed');
-    const records = fx.store.listAudit(session.id);
+    const records = await fx.store.listAudit(session.id);
     assert.deepEqual(
       records.map((r) => r.type).filter((t) => !t.endsWith('-started')),
       ['session.created', 'session.started', 'session.suspended', 'session.resumed', 'snapshot.deleted', 'session.terminated'],
     );
-    assert.equal(verifyChain(session.id, records, fx.store.auditHead(session.id)).ok, true);
+    const verified = await fx.audit.verify(fx.store, session.id, { mustHaveRecords: true });
+    assert.equal(verified.ok, true, JSON.stringify(verified.problem));
+    assert.equal(verified.authenticity, 'keyed');
   });
 
   it('refuses transitions from the wrong state and changes nothing', async () => {
@@ -45,7 +44,7 @@ describe('SessionService', () => {
     await fx.sessions.terminate(session.id);
     await assert.rejects(fx.sessions.resume(session.id), { code: 'INVALID_STATE' });
     await assert.rejects(fx.pipeline.submit(session.id, 'exec', { argv: ['true'] }), { code: 'INVALID_STATE' });
-    assert.throws(() => fx.sessions.get('ses_nope'), { code: 'SESSION_NOT_FOUND' });
+    await assert.rejects(fx.sessions.get('ses_nope'), { code: 'SESSION_NOT_FOUND' });
   });
 
   it('keeps the session running when a checkpoint fails', async () => {
@@ -54,7 +53,7 @@ describe('SessionService', () => {
       throw Object.assign(new Error('No space left on device'), { code: 'ENOSPC' });
     };
     await assert.rejects(fx.sessions.suspend(session.id), /suspend of session/);
-    const after = fx.sessions.get(session.id);
+    const after = await fx.sessions.get(session.id);
     assert.equal(after.state, 'running');
     assert.equal(after.pendingOperation, null);
     const left = existsSync(join(fx.dir, 'snapshots')) ? readdirSync(join(fx.dir, 'snapshots')) : [];
@@ -76,10 +75,10 @@ describe('SessionService', () => {
     });
     assert.deepEqual(seen, [`seal:paused:${session.id}`], 'the machine was paused, not stopped, while its image was sealed');
     assert.equal(fx.driver.sandboxes.get(session.sandbox?.sandboxId ?? ''), 'running');
-    const after = fx.sessions.get(session.id);
+    const after = await fx.sessions.get(session.id);
     assert.equal(after.state, 'running');
     assert.equal(after.pendingOperation, null);
-    const failed = fx.store.listAudit(session.id, { types: ['session.suspend-failed'] });
+    const failed = await fx.store.listAudit(session.id, { types: ['session.suspend-failed'] });
     assert.equal(failed.at(-1)?.data['code'], 'OBJECT_STORAGE_UNAVAILABLE');
     assert.equal(failed.at(-1)?.data['stillRunning'], true);
     assert.deepEqual(readdirSync(join(fx.dir, 'snapshots')), [], 'no half snapshot is left behind');
@@ -92,7 +91,7 @@ describe('SessionService', () => {
     await fx.sessions.suspend(session.id);
     (fx.images.image as { digest: string }).digest = 'sha256:other-bytes';
     await assert.rejects(fx.sessions.resume(session.id), { code: 'INVALID_STATE', message: /suspended on sha256:test; its memory cannot run on another root filesystem/ });
-    assert.equal(fx.sessions.get(session.id).state, 'suspended');
+    assert.equal((await fx.sessions.get(session.id)).state, 'suspended');
   });
 
   it('refuses to resume from a snapshot altered on disk, and stays suspended', async () => {
@@ -100,7 +99,7 @@ describe('SessionService', () => {
     const suspended = await fx.sessions.suspend(session.id);
     writeFileSync(join(fx.artifacts.pathFor(suspended.resumeSnapshotId ?? ''), 'checkpoint.img'), 'tampered');
     await assert.rejects(fx.sessions.resume(session.id), { code: 'SNAPSHOT_CORRUPT' });
-    assert.equal(fx.sessions.get(session.id).state, 'suspended');
+    assert.equal((await fx.sessions.get(session.id)).state, 'suspended');
   });
 
   it('wakes a suspended session transparently on the next tool call', async () => {
@@ -108,27 +107,22 @@ describe('SessionService', () => {
     await fx.sessions.suspend(session.id);
     const outcome = await fx.pipeline.submit(session.id, 'exec', { argv: ['echo', 'hi'] });
     assert.equal(outcome.status, 'completed');
-    assert.equal(fx.sessions.get(session.id).state, 'running');
+    assert.equal((await fx.sessions.get(session.id)).state, 'running');
   });
 
   it('reconciles after a crash: an interrupted suspend whose image is complete becomes suspended, orphans are removed', async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     // simulate a crash after the checkpoint completed but before it was recorded
     const snapshotId = 'snap_crashed0000000000';
-    fx.store.transaction(() => {
-      const record = fx.sessions.get(session.id);
-      record.pendingOperation = 'suspend';
-      fx.store.updateSession(record);
-      fx.store.appendAudit({ sessionId: session.id, type: 'session.suspend-started', data: { snapshotId } });
-    });
-    const handle = fx.sessions.get(session.id).sandbox;
+    await fx.records.transition(session.id, 'begin-suspend', { type: 'session.suspend-started', data: { snapshotId } });
+    const handle = (await fx.sessions.get(session.id)).sandbox;
     assert.ok(handle);
     await fx.driver.checkpoint(handle, fx.artifacts.pathFor(snapshotId), { leaveRunning: false });
     await fx.driver.start({ sandboxId: 'airlock-ses_orphan-g1', sessionId: 'ses_orphan', rootfs: { kind: 'directory', path: '' }, disk: { kind: 'directory', path: '' }, stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
-    const report = await reconcileSessions({ store: fx.store, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
+    const report = await fx.reconcile();
     assert.deepEqual(report.completed, [session.id]);
     assert.ok(report.orphansRemoved.includes('airlock-ses_orphan-g1'));
-    const after = fx.sessions.get(session.id);
+    const after = await fx.sessions.get(session.id);
     assert.equal(after.state, 'suspended');
     assert.equal(after.resumeSnapshotId, snapshotId);
     assert.equal((await fx.sessions.resume(session.id)).state, 'running');
@@ -138,12 +132,7 @@ describe('SessionService', () => {
     const kept = await fx.sessions.create({ contract: fx.contract() });
     const crashedCreate = await fx.sessions.create({ contract: fx.contract() });
     // A crash mid-create: the record says so and its sandbox exists, but the handle was never stored.
-    fx.store.transaction(() => {
-      const record = fx.sessions.get(crashedCreate.id);
-      record.pendingOperation = 'create';
-      record.sandbox = null;
-      fx.store.updateSession(record);
-    });
+    await fx.forceRecord(crashedCreate.id, { pendingOperation: 'create', sandbox: null });
     await fx.driver.start({ sandboxId: 'stuck-sandbox', sessionId: 'ses_gone', rootfs: { kind: 'directory', path: '' }, disk: { kind: 'directory', path: '' }, stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
     const destroy = fx.driver.destroy.bind(fx.driver);
     fx.driver.destroy = async (handle) => {
@@ -153,23 +142,23 @@ describe('SessionService', () => {
     // What an interrupted checkpoint and an interrupted seal leave in the snapshot folder.
     mkdirSync(join(fx.dir, 'snapshots', 'snap_half0000000000.partial-0a1b2c3d'), { recursive: true });
     writeFileSync(join(fx.dir, 'snapshots', 'snap_sealonly000000.seal.json'), '{}');
-    const report = await reconcileSessions({ store: fx.store, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
+    const report = await fx.reconcile();
     assert.deepEqual(report.problems.map((problem) => [problem.item, problem.code]), [['sandbox:stuck-sandbox', 'DRIVER_FAILED']]);
     assert.deepEqual(report.failed, [crashedCreate.id]);
-    assert.equal(fx.sessions.get(crashedCreate.id).state, 'failed');
+    assert.equal((await fx.sessions.get(crashedCreate.id)).state, 'failed');
     assert.ok(report.orphansRemoved.includes(crashedCreate.sandbox?.sandboxId ?? ''), 'the sandbox of the interrupted create is removed without its handle');
-    assert.equal(fx.sessions.get(kept.id).state, 'running');
+    assert.equal((await fx.sessions.get(kept.id)).state, 'running');
     assert.deepEqual(readdirSync(join(fx.dir, 'snapshots')), [], 'half-written images and stray seals are swept');
-    const audited = fx.store.listAudit('', { types: ['reconcile.problem-found'] });
+    const audited = await fx.store.listAudit('', { types: ['reconcile.problem-found'] });
     assert.equal(audited.at(-1)?.data['item'], 'sandbox:stuck-sandbox');
   });
 
   it('reconciles after a crash: a running session whose machine is gone is marked failed, not lost silently', async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     fx.driver.sandboxes.clear();
-    const report = await reconcileSessions({ store: fx.store, disks: new DirectoryDisks(join(fx.dir, 'disks')), artifacts: fx.artifacts, sessions: fx.sessions });
+    const report = await fx.reconcile();
     assert.deepEqual(report.failed, [session.id]);
-    assert.equal(fx.sessions.get(session.id).failure?.code, 'SANDBOX_DIED');
+    assert.equal((await fx.sessions.get(session.id)).failure?.code, 'SANDBOX_DIED');
   });
 
   it('marks a session failed when its machine dies under a call; later machine calls are refused with the cause, its files stay reachable per call', async () => {
@@ -178,7 +167,7 @@ describe('SessionService', () => {
       throw new AirlockError('SANDBOX_DIED', 'sandbox airlock-x is dead');
     };
     await assert.rejects(fx.pipeline.submit(session.id, 'exec', { argv: ['kill', '-9', '1'] }), { code: 'SANDBOX_DIED' });
-    const failed = fx.sessions.get(session.id);
+    const failed = await fx.sessions.get(session.id);
     assert.equal(failed.state, 'failed');
     assert.equal(failed.failure?.code, 'SANDBOX_DIED');
     await assert.rejects(fx.pipeline.submit(session.id, 'exec', { argv: ['true'] }), (error: { code: string; message: string }) => {

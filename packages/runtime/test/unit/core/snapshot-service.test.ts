@@ -41,9 +41,9 @@ describe('SnapshotService', () => {
     assert.match(snapshot.checksum, /^sha256:[0-9a-f]{64}$/);
     assert.ok(snapshot.sizeBytes > 0);
     assert.deepEqual(readdirSync(fx.artifacts.pathFor(snapshot.id)).sort(), ['checkpoint.img', 'disk.ext4']);
-    assert.equal(fx.sessions.get(session.id).state, 'running');
+    assert.equal((await fx.sessions.get(session.id)).state, 'running');
     assert.equal(driver.sandboxes.get(session.sandbox?.sandboxId ?? ''), 'running');
-    const created = fx.store.listAudit(session.id, { types: ['snapshot.created'] });
+    const created = await fx.store.listAudit(session.id, { types: ['snapshot.created'] });
     assert.equal(created.length, 1);
     assert.equal(created[0]?.data['snapshotId'], snapshot.id);
     assert.equal(typeof created[0]?.data['pausedMs'], 'number');
@@ -76,10 +76,10 @@ describe('SnapshotService', () => {
     fx.clock.advance(2 * DAY + 1);
     assert.deepEqual(await fx.snapshots.sweepExpired(), [snapshot.id]);
     assert.equal(existsSync(fx.artifacts.pathFor(snapshot.id)), false, 'bytes deleted');
-    assert.ok(fx.snapshots.get(snapshot.id).deletedAt, 'the record stays, marked');
-    const expired = fx.store.listAudit(session.id, { types: ['snapshot.expired'] });
+    assert.ok((await fx.snapshots.get(snapshot.id)).deletedAt, 'the record stays, marked');
+    const expired = await fx.store.listAudit(session.id, { types: ['snapshot.expired'] });
     assert.equal(expired[0]?.data['snapshotId'], snapshot.id);
-    assert.throws(() => fx.snapshots.restorable(snapshot.id), { code: 'SNAPSHOT_NOT_FOUND', message: /expired/ });
+    await assert.rejects(fx.snapshots.restorable(snapshot.id), { code: 'SNAPSHOT_NOT_FOUND', message: /expired/ });
     await assert.rejects(fx.forks.fork({ snapshotId: snapshot.id }, 1), { code: 'SNAPSHOT_NOT_FOUND', message: /expired/ });
   });
 
@@ -87,17 +87,17 @@ describe('SnapshotService', () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     const manual = await fx.snapshots.create(session.id, { name: 'kept' });
     const suspended = await fx.sessions.suspend(session.id);
-    const listed = fx.snapshots.list({ sessionId: session.id });
+    const listed = await fx.snapshots.list({ sessionId: session.id });
     assert.deepEqual(listed.map((s) => s.reason).sort(), ['manual', 'suspend']);
     await assert.rejects(fx.snapshots.remove(suspended.resumeSnapshotId ?? ''), { code: 'INVALID_STATE', message: /resumes from/ });
     const removed = await fx.snapshots.remove(manual.id);
     assert.ok(removed.deletedAt);
     assert.equal(existsSync(fx.artifacts.pathFor(manual.id)), false);
-    assert.deepEqual(fx.snapshots.list({ sessionId: session.id }).map((s) => s.reason), ['suspend']);
-    assert.equal(fx.snapshots.list({ sessionId: session.id, includeDeleted: true }).length, 2);
-    assert.equal(fx.store.listAudit(session.id, { types: ['snapshot.deleted'] }).length, 1);
+    assert.deepEqual((await fx.snapshots.list({ sessionId: session.id })).map((s) => s.reason), ['suspend']);
+    assert.equal((await fx.snapshots.list({ sessionId: session.id, includeDeleted: true })).length, 2);
+    assert.equal((await fx.store.listAudit(session.id, { types: ['snapshot.deleted'] })).length, 1);
     await assert.rejects(fx.forks.fork({ snapshotId: manual.id }, 1), { code: 'SNAPSHOT_NOT_FOUND', message: /deleted/ });
-    assert.throws(() => fx.snapshots.get('snap_nothere'), { code: 'SNAPSHOT_NOT_FOUND' });
+    await assert.rejects(fx.snapshots.get('snap_nothere'), { code: 'SNAPSHOT_NOT_FOUND' });
   });
 
   it('refuses snapshots of machines that are not live, with the way out in the message', async () => {
@@ -117,9 +117,9 @@ describe('SnapshotService', () => {
     };
     await assert.rejects(fx.snapshots.create(session.id), /snapshot of session .* failed, nothing was kept/);
     assert.equal(fx.driver.sandboxes.get(session.sandbox?.sandboxId ?? ''), 'running', 'thawed after the failure');
-    assert.equal(fx.sessions.get(session.id).state, 'running');
+    assert.equal((await fx.sessions.get(session.id)).state, 'running');
     assert.deepEqual(readdirSync(join(fx.dir, 'snapshots')), [], 'no half snapshot left');
-    assert.equal(fx.snapshots.list().length, 0);
-    assert.equal(fx.store.listAudit(session.id, { types: ['snapshot.failed'] }).length, 1);
+    assert.equal((await fx.snapshots.list()).length, 0);
+    assert.equal((await fx.store.listAudit(session.id, { types: ['snapshot.failed'] })).length, 1);
   });
 });

@@ -17,7 +17,7 @@ describe('ToolPipeline', () => {
     assert.equal(outcome.status, 'refused');
     assert.equal(outcome.status === 'refused' && outcome.error.code, 'POLICY_DENIED');
     assert.equal(fx.driver.execs.length, before, 'the driver saw nothing');
-    const types = fx.store.listAudit(session.id).map((r) => r.type);
+    const types = (await fx.store.listAudit(session.id)).map((r) => r.type);
     assert.equal(types.at(-1), 'tool-call.denied');
   });
 
@@ -25,7 +25,7 @@ describe('ToolPipeline', () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     const outcome = await fx.pipeline.submit(session.id, 'exec', { argv: ['echo', 'x'] });
     assert.equal(outcome.status, 'completed');
-    const types = fx.store.listAudit(session.id).map((r) => r.type).slice(-3);
+    const types = (await fx.store.listAudit(session.id)).map((r) => r.type).slice(-3);
     assert.deepEqual(types, ['tool-call.authorized', 'tool-call.started', 'tool-call.completed']);
   });
 
@@ -51,10 +51,10 @@ describe('ToolPipeline', () => {
     const approvalId = held.status === 'pending-approval' ? held.approvalId : '';
     const tarRuns = () => fx.driver.execs.filter((e) => e.argv[0] === 'tar').length;
     assert.equal(tarRuns(), 0);
-    fx.approvals.decide(approvalId, 'approve', 'tester', 'looks fine');
+    await fx.approvals.decide(approvalId, 'approve', 'tester', 'looks fine');
     await fx.approvals.drain();
     assert.equal(tarRuns(), 1);
-    assert.throws(() => fx.approvals.decide(approvalId, 'approve', 'tester', null), { code: 'APPROVAL_ALREADY_DECIDED' });
+    await assert.rejects(fx.approvals.decide(approvalId, 'approve', 'tester', null), { code: 'APPROVAL_ALREADY_DECIDED' });
     await fx.approvals.drain();
     assert.equal(tarRuns(), 1, 'approved exactly once');
     const outcome = await fx.approvals.waitForOutcome(approvalId, 1000);
@@ -62,7 +62,7 @@ describe('ToolPipeline', () => {
 
     const second = await fx.pipeline.submit(session.id, 'exec', { argv: ['tar', 'xf', 'a.tar'] });
     const secondId = second.status === 'pending-approval' ? second.approvalId : '';
-    fx.approvals.decide(secondId, 'deny', 'tester', 'no');
+    await fx.approvals.decide(secondId, 'deny', 'tester', 'no');
     await fx.approvals.drain();
     assert.equal(tarRuns(), 1, 'the denied call never ran');
     const denied = await fx.approvals.waitForOutcome(secondId, 1000);
@@ -78,7 +78,7 @@ describe('ToolPipeline', () => {
     }
     const blocked = await fx.pipeline.submit(session.id, 'exec', { argv: ['echo', 'other'] });
     assert.equal(blocked.status === 'refused' && blocked.error.code, 'RUNAWAY_DETECTED');
-    fx.sessions.resetGuard(session.id, 'tester');
+    await fx.sessions.resetGuard(session.id, 'tester');
     fx.driver.handler = () => ({ exitCode: 0 });
     assert.equal((await fx.pipeline.submit(session.id, 'exec', { argv: ['echo', 'other'] })).status, 'completed');
   });
@@ -103,12 +103,10 @@ describe('ToolPipeline', () => {
   it('does not run a call whose audit record cannot be written', async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     const before = fx.driver.execs.length;
-    const append = fx.store.appendAudit.bind(fx.store);
-    fx.store.appendAudit = () => {
-      throw new Error('SQLITE_FULL');
-    };
+    const transaction = fx.store.transaction.bind(fx.store);
+    fx.store.transaction = () => Promise.reject(new Error('SQLITE_FULL'));
     await assert.rejects(fx.pipeline.submit(session.id, 'exec', { argv: ['true'] }), { code: 'AUDIT_UNAVAILABLE' });
-    fx.store.appendAudit = append;
+    fx.store.transaction = transaction;
     assert.equal(fx.driver.execs.length, before);
   });
   describe('snapshot and fork as tools', () => {
@@ -119,9 +117,9 @@ describe('ToolPipeline', () => {
       const result = outcome.status === 'completed' ? outcome.result : {};
       assert.equal(result['name'], 'before-migration');
       assert.deepEqual(result['contents'], ['memory', 'disk']);
-      assert.deepEqual(fx.snapshots.list({ sessionId: session.id }).map((snapshot) => snapshot.id), [result['id']]);
+      assert.deepEqual((await fx.snapshots.list({ sessionId: session.id })).map((snapshot) => snapshot.id), [result['id']]);
       assert.equal(fx.authorizer.seen.at(-1)?.tool, 'snapshot');
-      const types = fx.store.listAudit(session.id).map((record) => record.type);
+      const types = (await fx.store.listAudit(session.id)).map((record) => record.type);
       assert.ok(types.indexOf('tool-call.authorized') < types.indexOf('tool-call.completed'), types.join(','));
     });
 
@@ -132,7 +130,7 @@ describe('ToolPipeline', () => {
       const result = outcome.status === 'completed' ? outcome.result : {};
       const branches = result['branches'] as { index: number; sessionId: string; state: string }[];
       assert.deepEqual(branches.map((branch) => branch.index), [0, 1]);
-      for (const branch of branches) assert.equal(fx.sessions.get(branch.sessionId).lineage?.parentSessionId, session.id);
+      for (const branch of branches) assert.equal((await fx.sessions.get(branch.sessionId)).lineage?.parentSessionId, session.id);
       assert.equal(result['created'], 2);
       assert.equal(result['failed'], 0);
       assert.equal(fx.authorizer.seen.at(-1)?.branches, 2);
@@ -141,15 +139,15 @@ describe('ToolPipeline', () => {
     it('never forks when the policy denies it, and holds a fork for a human on ask', async () => {
       const session = await fx.sessions.create({ contract: fx.contract() });
       fx.authorizer.decide = (context) => (context.tool !== 'fork' ? 'allow' : context.branches > 2 ? 'deny' : 'ask');
-      const sessionsBefore = fx.store.listSessions().length;
+      const sessionsBefore = (await fx.store.listSessions()).length;
       const denied = await fx.pipeline.submit(session.id, 'fork', { count: 3 });
       assert.equal(denied.status === 'refused' && denied.error.code, 'POLICY_DENIED');
       const held = await fx.pipeline.submit(session.id, 'fork', { count: 1 });
       assert.equal(held.status, 'pending-approval');
-      assert.equal(fx.store.listSessions().length, sessionsBefore, 'nothing forked before a human decided');
-      fx.approvals.decide(held.status === 'pending-approval' ? held.approvalId : '', 'approve', 'tester', null);
+      assert.equal((await fx.store.listSessions()).length, sessionsBefore, 'nothing forked before a human decided');
+      await fx.approvals.decide(held.status === 'pending-approval' ? held.approvalId : '', 'approve', 'tester', null);
       await fx.approvals.drain();
-      assert.equal(fx.store.listSessions().length, sessionsBefore + 1);
+      assert.equal((await fx.store.listSessions()).length, sessionsBefore + 1);
     });
 
     it('rejects a fork count that is not a positive whole number, naming the field', async () => {

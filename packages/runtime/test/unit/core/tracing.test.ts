@@ -3,9 +3,6 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { ToolPipeline } from '../../../src/core/tool-pipeline.js';
-import { ToolExecutor } from '../../../src/core/tool-executor.js';
-import { ApprovalService } from '../../../src/core/approval-service.js';
-import { LineageTools } from '../../../src/core/lineage-tools.js';
 import { parseTraceparent, type ToolCallSpan } from '../../../src/core/tracer.js';
 import { OtlpExporter } from '../../../src/telemetry/otlp-exporter.js';
 
@@ -18,11 +15,12 @@ describe('tracing of tool calls', () => {
     spans = [];
     pipeline = new ToolPipeline({
       store: fx.store,
+      audit: fx.audit,
       sessions: fx.sessions,
       authorizer: fx.authorizer,
       analyzeCommand: (input) => ({ programs: input.argv ?? [], analysable: true, reasons: [] }),
-      executor: new ToolExecutor(fx.sessions, new LineageTools(fx.snapshots, fx.forks), fx.desktop),
-      approvals: new ApprovalService(fx.store),
+      executor: fx.core.executor,
+      approvals: fx.approvals,
       desktop: fx.desktop,
       tracer: { record: (span) => spans.push(span) },
     });

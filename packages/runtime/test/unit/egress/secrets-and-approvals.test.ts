@@ -4,6 +4,10 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs
 import { join } from 'node:path';
 import { SecretStore } from '../../../src/secrets/secret-store.js';
 import { SqliteStore } from '../../../src/stores/sqlite/sqlite-store.js';
+import { AuditLog } from '../../../src/audit/audit-log.js';
+import { systemClock } from '../../../src/core/clock.js';
+import { randomBytes } from 'node:crypto';
+import { waitFor } from '../../support/wait-for.js';
 import { ApprovalService } from '../../../src/core/approval-service.js';
 import { ConnectionApprovals } from '../../../src/core/connection-approvals.js';
 import { CedarPolicySet } from '../../../src/policy/cedar-authorizer.js';
@@ -59,26 +63,26 @@ test('a connection waits for a human; the approval then covers host:port for the
   const dir = mkdtempSync('/var/tmp/airlock-conn-approval-test-');
   const store = new SqliteStore(join(dir, 'a.db'));
   try {
-    const approvals = new ApprovalService(store);
+    const approvals = new ApprovalService({ store, audit: new AuditLog({ key: randomBytes(32), clock: systemClock }), isManagedHere: async () => true });
     const waiting = new ConnectionApprovals(approvals, 10_000);
     const decision = new CedarPolicySet(ASK_FIRST).authorizeConnection({ sessionId: 'ses_1', host: 'api.example.com', port: 443 });
     const pending = waiting.resolve('ses_1', 'api.example.com', 443, decision);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const [approval] = approvals.list({ sessionId: 'ses_1', pendingOnly: true });
+    await waitFor(async () => (await approvals.list({ sessionId: 'ses_1', pendingOnly: true })).length > 0, 10_000, 'the connection to be held');
+    const [approval] = await approvals.list({ sessionId: 'ses_1', pendingOnly: true });
     assert.ok(approval);
     assert.equal(approval.call.tool, 'net.connect');
-    approvals.decide(approval.id, 'approve', 'tester', null);
+    await approvals.decide(approval.id, 'approve', 'tester', null);
     assert.equal((await pending).allowed, true);
     assert.equal((await waiting.resolve('ses_1', 'api.example.com', 443, decision)).allowed, true, 'no second question');
-    assert.equal(approvals.list({ sessionId: 'ses_1', pendingOnly: true }).length, 0);
+    assert.equal((await approvals.list({ sessionId: 'ses_1', pendingOnly: true })).length, 0);
 
     const quick = new ConnectionApprovals(approvals, 200);
     const timedOut = await quick.resolve('ses_1', 'other.example.com', 443, decision);
     assert.equal(timedOut.allowed, false);
     assert.match(timedOut.reason, /approve it .*and retry/);
-    await approvals.drain();
+    await approvals.close();
   } finally {
-    store.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { DEBIAN_BOOKWORM, debianCacheKey } from '../../../src/images/debian-image-builder.js';
 import { detectDebianMirror, mirrorFromDeb822, mirrorFromSourcesList, requireDebianMirror } from '../../../src/images/debian-mirror.js';
 import { DebootstrapProgress } from '../../../src/images/debootstrap-progress.js';
-import type { ImageProgress } from '../../../src/images/image-catalog.js';
+import type { ImageProgress } from '../../../src/core/image-catalog.js';
 import { LocalImageCatalog } from '../../../src/images/local-image-catalog.js';
 import { airlockError, temporaryDirectory } from './image-archive-fixtures.js';
 

@@ -3,7 +3,7 @@
  * turn their failures into AirlockErrors that name the command.
  */
 import { execFile } from 'node:child_process';
-import { AirlockError } from '../../core/errors.js';
+import { AirlockError } from '../core/errors.js';
 
 /** Runs a host command; resolves with stdout, rejects with DRIVER_FAILED naming it. */
 export function hostCommand(file: string, args: readonly string[], options: { input?: string; timeoutMs?: number } = {}): Promise<string> {

@@ -1,0 +1,178 @@
+/**
+ * The core's services, built from the ports the composition root hands in
+ * (store, drivers, disks, images, artifacts, authorizer…). This only connects
+ * core objects to each other, each to the few it needs and none back to the
+ * one that uses it; which adapters fill the ports is decided in server.ts
+ * (and in tests).
+ */
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Authorizer } from './authorizer.js';
+import { ApprovalService } from './approval-service.js';
+import { systemClock, type Clock } from './clock.js';
+import { ForkService } from './fork-service.js';
+import type { ImageCatalog } from './image-catalog.js';
+import { LifecycleHooks } from './lifecycle-hooks.js';
+import { LineageTools } from './lineage-tools.js';
+import { MachineHibernation } from './machine-hibernation.js';
+import type { SandboxDrivers } from './sandbox-drivers.js';
+import { SandboxSpecs, type SessionLayout } from './sandbox-specs.js';
+import type { SessionDisks } from './session-disks.js';
+import { SessionLocks } from './session-locks.js';
+import type { SessionNetworks } from './session-networks.js';
+import { SessionPorts } from './session-ports.js';
+import { SessionRecords } from './session-records.js';
+import { SessionResizer } from './session-resizer.js';
+import { SessionService } from './session-service.js';
+import type { SnapshotArtifacts } from './snapshot-artifacts.js';
+import { SnapshotDisposal } from './snapshot-disposal.js';
+import { SnapshotService } from './snapshot-service.js';
+import type { Store } from './store.js';
+import { ToolExecutor } from './tool-executor.js';
+import { ToolPipeline, type CommandAnalysis } from './tool-pipeline.js';
+import type { Tracer } from './tracer.js';
+import { UsageMeter } from './usage-meter.js';
+import { DesktopTools } from './desktop-tools.js';
+import { DesktopTakeovers } from './desktop-takeovers.js';
+import type { ThumbnailStore } from './screen-thumbnails.js';
+
+/** The ports and settings the core is built from. */
+export interface CorePorts {
+  store: Store;
+  audit: AuditLog;
+  /** the sandbox drivers sessions may run on (the first is the default) */
+  drivers: SandboxDrivers;
+  disks: SessionDisks;
+  images: ImageCatalog;
+  artifacts: SnapshotArtifacts;
+  /** screen thumbnails of desktop calls and takeover frames */
+  thumbnails: ThumbnailStore;
+  layout: SessionLayout;
+  authorizer: Authorizer;
+  analyzeCommand: (input: { command?: string; argv?: string[] }) => CommandAnalysis;
+  /** the server (data dir) this process speaks for */
+  owner: string;
+  networks?: SessionNetworks | undefined;
+  clock?: Clock;
+  /** the clock of snapshots and forks (tests move it); default `clock` */
+  lineageClock?: Clock;
+  tracer?: Tracer | undefined;
+  maxForkBranches?: number;
+  forkConcurrency?: number;
+  /** between frames of a takeover recording; default 500 ms */
+  takeoverFrameIntervalMs?: number;
+  /** told about background work that failed (samples, approved calls) */
+  onError?: (what: string, error: unknown) => void;
+}
+
+/** The core's services. */
+export interface CoreServices {
+  records: SessionRecords;
+  locks: SessionLocks;
+  usage: UsageMeter;
+  hooks: LifecycleHooks;
+  disposal: SnapshotDisposal;
+  specs: SandboxSpecs;
+  sessions: SessionService;
+  approvals: ApprovalService;
+  snapshots: SnapshotService;
+  forks: ForkService;
+  executor: ToolExecutor;
+  pipeline: ToolPipeline;
+  desktop: DesktopTools;
+  takeovers: DesktopTakeovers;
+  ports: SessionPorts;
+  resizer: SessionResizer;
+}
+
+/** Builds the core's services over `ports`. */
+export function buildCoreServices(ports: CorePorts): CoreServices {
+  const { store, audit, drivers, disks, images, artifacts } = ports;
+  const clock = ports.clock ?? systemClock;
+  const lineageClock = ports.lineageClock ?? clock;
+  const records = new SessionRecords({ store, audit, clock, owner: ports.owner });
+  const locks = new SessionLocks();
+  const usage = new UsageMeter({ records, drivers, disks, locks, clock, onError: (sessionId, error) => ports.onError?.(`metering of ${sessionId}`, error) });
+  const hooks = new LifecycleHooks({ drivers, store, audit });
+  const specs = new SandboxSpecs({ drivers, disks, images, layout: ports.layout, networks: ports.networks });
+  const disposal = new SnapshotDisposal({ store, audit, artifacts, clock: lineageClock });
+  const hibernation = new MachineHibernation({
+    store,
+    records,
+    drivers,
+    disks,
+    images,
+    artifacts,
+    specs,
+    disposal,
+    clock,
+    networks: ports.networks,
+    hooks,
+    usage,
+  });
+  const sessions = new SessionService({ store, records, drivers, disks, images, specs, hibernation, disposal, usage, locks, hooks, networks: ports.networks });
+  const approvals = new ApprovalService({
+    store,
+    audit,
+    clock,
+    isManagedHere: async (sessionId) => (await records.find(sessionId))?.owner === ports.owner,
+    onError: (approvalId, error) => ports.onError?.(`approved call ${approvalId}`, error),
+  });
+  const snapshots = new SnapshotService({ store, audit, records, locks, drivers, disks, artifacts, disposal, clock: lineageClock });
+  const forks = new ForkService({
+    store,
+    audit,
+    records,
+    locks,
+    specs,
+    drivers,
+    disks,
+    images,
+    artifacts,
+    snapshots,
+    hooks,
+    clock: lineageClock,
+    ...(ports.maxForkBranches === undefined ? {} : { maxBranches: ports.maxForkBranches }),
+    ...(ports.forkConcurrency === undefined ? {} : { concurrency: ports.forkConcurrency }),
+  });
+  const takeovers: DesktopTakeovers = new DesktopTakeovers({
+    store,
+    audit,
+    frames: ports.thumbnails,
+    capture: (sessionId) => desktop.capture(sessionId),
+    clock,
+    ...(ports.takeoverFrameIntervalMs === undefined ? {} : { frameIntervalMs: ports.takeoverFrameIntervalMs }),
+  });
+  const desktop: DesktopTools = new DesktopTools(sessions, ports.thumbnails, takeovers);
+  const executor = new ToolExecutor(sessions, new LineageTools(snapshots, forks), desktop);
+  const pipeline = new ToolPipeline({
+    store,
+    audit,
+    sessions,
+    authorizer: ports.authorizer,
+    analyzeCommand: ports.analyzeCommand,
+    executor,
+    approvals,
+    desktop,
+    clock,
+    ...(ports.tracer ? { tracer: ports.tracer } : {}),
+  });
+  approvals.setExecutor((call, decision) => pipeline.runApproved(call, decision));
+  return {
+    records,
+    locks,
+    usage,
+    hooks,
+    disposal,
+    specs,
+    sessions,
+    approvals,
+    snapshots,
+    forks,
+    executor,
+    pipeline,
+    desktop,
+    takeovers,
+    ports: new SessionPorts(sessions),
+    resizer: new SessionResizer(sessions),
+  };
+}
