@@ -21,6 +21,7 @@ export async function openPortStream(connection: AgentConnection, port: number):
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new AirlockError('INVALID_ARGUMENTS', `port must be a whole number from 1 to 65535 (got ${port})`);
   }
+  // eslint-disable-next-line prefer-const -- the stream's callbacks read it before it is assigned
   let duplex: PortStream | undefined;
   // Bytes that arrive right behind CONNECTED, before the Duplex exists.
   const early: (Buffer | null)[] = [];

@@ -14,6 +14,7 @@ import { FieldWriter } from './frame-codec.js';
 /** Starts `request` on a new terminal. */
 export function openTerminal(connection: AgentConnection, request: TerminalRequest, processLimit: number): SandboxTerminal {
   const begun = performance.now();
+  // eslint-disable-next-line prefer-const -- the stream's callbacks read it before it is assigned
   let duplex: TerminalStream | undefined;
   const stream = connection.request(
     MessageType.EXEC,
