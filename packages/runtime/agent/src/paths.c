@@ -229,7 +229,18 @@ int resolve_path(const char *path, const struct resolve_options *options, struct
     }
     if (error == ENOTDIR || error == ELOOP) {
       struct stat info;
-      if (fstatat(current, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(info.st_mode)) {
+      bool looked = fstatat(current, name, &info, AT_SYMLINK_NOFOLLOW) == 0;
+      if ((looked && S_ISDIR(info.st_mode)) || (!looked && errno == ENOENT)) {
+        /* It changed between the open and the look (someone is swapping it): look at this component again,
+           bounded like links are. */
+        if (++hops > SYMLINK_MAX_HOPS) {
+          error = fail(detail, "too-many-links", ELOOP);
+          goto failed;
+        }
+        cursor = start;
+        continue;
+      }
+      if (looked && S_ISLNK(info.st_mode)) {
         if (options->symlinks == SYMLINKS_REFUSE) {
           error = fail(detail, "symlink", ELOOP);
           goto failed;
