@@ -187,8 +187,43 @@ void exec_try_finish(struct stream *stream) {
   stream_close(stream);
 }
 
+/* Process groups killed with SIGKILL, killed again until they are empty: a fork racing the first kill
+   can leave a child that goes on forking and holds every process slot (hostile suite: a fork bomb). */
+#define SWEEP_GROUPS 64
+#define SWEEP_INTERVAL_MS 20
+#define SWEEP_FOR_MS 5000
+static struct {
+  pid_t group;
+  int64_t until_ms;
+} sweeps[SWEEP_GROUPS];
+
+static void sweep_add(pid_t group) {
+  int free_slot = -1;
+  for (int i = 0; i < SWEEP_GROUPS; i++) {
+    if (sweeps[i].group == group) free_slot = i;
+    else if (sweeps[i].group == 0 && free_slot < 0) free_slot = i;
+  }
+  if (free_slot < 0) return;
+  sweeps[free_slot].group = group;
+  sweeps[free_slot].until_ms = now_ms() + SWEEP_FOR_MS;
+}
+
+static void sweep_due(void) {
+  for (int i = 0; i < SWEEP_GROUPS; i++) {
+    if (sweeps[i].group == 0) continue;
+    /* ESRCH: nobody left in the group (zombies count until the agent reaps them). */
+    if (kill(-sweeps[i].group, SIGKILL) != 0 || now_ms() >= sweeps[i].until_ms) sweeps[i].group = 0;
+  }
+}
+
 int exec_next_deadline(void) {
   int64_t next = -1;
+  for (int i = 0; i < SWEEP_GROUPS; i++) {
+    if (sweeps[i].group != 0) {
+      next = SWEEP_INTERVAL_MS;
+      break;
+    }
+  }
   for (unsigned i = 0; i < MAX_STREAMS; i++) {
     struct stream *stream = &agent.streams[i];
     if (stream->kind != STREAM_EXEC || stream->drain_deadline_ms == 0) continue;
@@ -200,6 +235,7 @@ int exec_next_deadline(void) {
 }
 
 void exec_deadlines_due(void) {
+  sweep_due();
   for (unsigned i = 0; i < MAX_STREAMS; i++) {
     struct stream *stream = &agent.streams[i];
     if (stream->kind == STREAM_EXEC && stream->drain_deadline_ms != 0 && now_ms() >= stream->drain_deadline_ms) exec_try_finish(stream);
@@ -254,6 +290,7 @@ void exec_signal(struct stream *stream, int signal) {
   if (signal < 0 || signal >= NSIG || stream->exited || stream->pid <= 0) return;
   /* The command leads its own process group; its children that did not leave it go too. */
   if (kill(-stream->pid, signal) != 0) kill(stream->pid, signal);
+  else if (signal == SIGKILL) sweep_add(stream->pid);
 }
 
 void exec_resize(struct stream *stream, int64_t rows, int64_t columns) {
