@@ -14,6 +14,8 @@ import type { SandboxDrivers } from './sandbox-drivers.js';
 import type { Store } from './store.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { isAirlockError, toAirlockError } from './errors.js';
+import { desktopSize } from './desktop-size.js';
+import type { SessionContract } from './session-contract.js';
 
 /** When hooks run: after a fresh start (`on-start`: the desktop image starts its display here), a fork or a resume. */
 export type HookPhase = 'on-start' | 'on-fork' | 'on-resume';
@@ -133,4 +135,10 @@ class BoundedText {
   text(): string {
     return Buffer.concat(this.chunks).toString('utf8') + (this.truncated ? '\n[truncated]' : '');
   }
+}
+
+/** What on-start hooks learn from the contract: the display size a desktop image starts with. */
+export function startEnvironment(contract: SessionContract): Record<string, string> {
+  const { width, height } = desktopSize({ contract });
+  return { AIRLOCK_DESKTOP_WIDTH: String(width), AIRLOCK_DESKTOP_HEIGHT: String(height) };
 }

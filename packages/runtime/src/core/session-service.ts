@@ -18,8 +18,8 @@ import type { SnapshotDisposal } from './snapshot-disposal.js';
 import type { Store } from './store.js';
 import type { MachineHibernation, WakeReason } from './machine-hibernation.js';
 import type { UsageMeter } from './usage-meter.js';
-import type { LifecycleHooks } from './lifecycle-hooks.js';
-import { desktopSize } from './desktop-size.js';
+import { startEnvironment, type LifecycleHooks } from './lifecycle-hooks.js';
+import { MachineRestarts } from './machine-restarts.js';
 import { newId } from './ids.js';
 import { type SessionLocks } from './session-locks.js';
 import { assertTransition } from './session-transitions.js';
@@ -77,9 +77,11 @@ export class SessionService {
   /** the drivers of sessions, by name */
   readonly drivers: SandboxDrivers;
   private readonly deps: SessionServiceDeps;
+  private readonly restarts: MachineRestarts;
 
   constructor(deps: SessionServiceDeps) {
     this.deps = deps;
+    this.restarts = new MachineRestarts(deps);
     this.locks = deps.locks;
     this.usage = deps.usage;
     this.records = deps.records;
@@ -197,6 +199,15 @@ export class SessionService {
     return this.locks.exclusive(id, async () => this.deps.hibernation.resume(await this.get(id), { reason: 'manual' }));
   }
 
+  /**
+   * Starts a fresh machine on the session's disk in place of the one it has
+   * (running, paused, degraded) or had (failed): files kept, processes lost.
+   */
+  async restart(id: string, by = 'api'): Promise<SessionRecord> {
+    await this.getOwned(id);
+    return this.locks.exclusive(id, async () => this.restarts.restart(await this.get(id), by));
+  }
+
   /** Freezes the machine in place: no CPU, memory kept. */
   async pause(id: string, reason: 'manual' | 'idle' = 'manual'): Promise<SessionRecord> {
     await this.getOwned(id);
@@ -273,6 +284,7 @@ export class SessionService {
           return { result: await work(session.sandbox, session), resumeMs };
         } catch (error) {
           if (isAirlockError(error, 'SANDBOX_DIED')) await this.recordDeath(session.id, error);
+          if (isAirlockError(error, 'SANDBOX_NOT_ANSWERING')) await this.restarts.checkAfterSilence(session, session.sandbox, error);
           throw error;
         } finally {
           // Still under the lock: idleness counts from the end of the work, before anyone may put the machine to sleep.
@@ -407,12 +419,6 @@ function chooseDriver(input: CreateSessionInput, fallback: string): string {
 /** What the driver runs sandboxes with, for the audit log; nothing when it cannot say (never fatal). */
 async function runtimeOf(driver: SandboxDriver): Promise<Record<string, string>> {
   return (await driver.describeRuntime?.().catch(() => undefined)) ?? {};
-}
-
-/** What on-start hooks learn from the contract: the display size a desktop image starts with. */
-function startEnvironment(contract: SessionContract): Record<string, string> {
-  const { width, height } = desktopSize({ contract });
-  return { AIRLOCK_DESKTOP_WIDTH: String(width), AIRLOCK_DESKTOP_HEIGHT: String(height) };
 }
 
 /** Resources of a session from its contract, with defaults. */
