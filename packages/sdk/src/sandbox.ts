@@ -95,6 +95,14 @@ export class Sandbox {
     return this.lifecycle('POST', '/resume');
   }
 
+  /**
+   * Replaces the machine by a fresh one on the same disk: for a session whose machine stopped
+   * answering (`degraded`) or died (`failed`). Files are kept; processes and memory are lost.
+   */
+  async restart(): Promise<SessionInfo> {
+    return this.lifecycle('POST', '/restart');
+  }
+
   /** Freezes the machine in place (memory kept). */
   async pause(): Promise<SessionInfo> {
     return this.lifecycle('POST', '/pause');

@@ -74,6 +74,10 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/sessions/{id}': { parameters: [idParam], get: op('get a session with its meters', {}, 'Session'), delete: op('terminate: destroy machine, disk and memory images', {}, 'Session') },
       '/v1/sessions/{id}/suspend': { parameters: [idParam], post: op('checkpoint memory and processes, stop the machine', {}, 'Session') },
       '/v1/sessions/{id}/resume': { parameters: [idParam], post: op('restore the machine where it stopped', {}, 'Session') },
+      '/v1/sessions/{id}/restart': {
+        parameters: [idParam],
+        post: op('a fresh machine on the same disk, for a degraded (silent) or failed machine: files kept, processes and memory lost', {}, 'Session'),
+      },
       '/v1/sessions/{id}/pause': { parameters: [idParam], post: op('freeze the machine in place', {}, 'Session') },
       '/v1/sessions/{id}/guard/reset': { parameters: [idParam], post: op('reset the runaway breaker', {}, 'Session') },
       '/v1/sessions/{id}/audit': {

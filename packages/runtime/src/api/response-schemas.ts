@@ -45,7 +45,7 @@ const exposedPort = z.object({ port: z.number(), path: z.string(), url: z.string
 
 const session = z.object({
   id: z.string(),
-  state: z.enum(['creating', 'running', 'paused', 'suspended', 'terminated', 'failed']),
+  state: z.enum(['creating', 'running', 'paused', 'suspended', 'degraded', 'terminated', 'failed']),
   /** the node that holds the session's lease: runs its machine, keeps its disk */
   node: z.string(),
   mode: z.enum(['machine', 'per-call']),

@@ -35,7 +35,7 @@ export interface NodeMembershipDeps {
 }
 
 /** States in which a machine exists and dies with its node. */
-const MACHINE_STATES = new Set<SessionRecord['state']>(['creating', 'running', 'paused']);
+const MACHINE_STATES = new Set<SessionRecord['state']>(['creating', 'running', 'paused', 'degraded']);
 
 /** Registers this node and keeps its lease. */
 export class NodeMembership {

@@ -23,7 +23,7 @@ const LOCAL: Route = { kind: 'local' };
 const MOVABLE = new Set<SessionRecord['state']>(['suspended', 'failed']);
 
 /** States in which sessions count against a node's capacity. */
-const HOLDING = new Set<SessionRecord['state']>(['creating', 'running', 'paused']);
+const HOLDING = new Set<SessionRecord['state']>(['creating', 'running', 'paused', 'degraded']);
 
 /** Decides where session calls run. */
 export class SessionRouting {

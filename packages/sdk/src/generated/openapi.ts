@@ -2483,6 +2483,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** a fresh machine on the same disk, for a degraded (silent) or failed machine: files kept, processes and memory lost */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Session"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/resume": {
         parameters: {
             query?: never;
@@ -3361,7 +3419,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "LOGIN_EXPIRED" | "CSRF_REJECTED" | "ORIGIN_FORBIDDEN" | "HOST_FORBIDDEN" | "POLICY_DENIED" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "SECRET_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "SESSION_NOT_OWNED" | "LEASE_LOST" | "NODE_LOST" | "WRITE_CONFLICT" | "DESKTOP_UNAVAILABLE" | "SCREEN_CHANGED" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "DISK_FULL" | "PORT_UNREACHABLE" | "NOT_AVAILABLE" | "DRIVER_UNAVAILABLE" | "OBJECT_STORAGE_UNAVAILABLE" | "NODE_UNREACHABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "AUDIT_UNAVAILABLE" | "INTERNAL";
+                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "LOGIN_EXPIRED" | "CSRF_REJECTED" | "ORIGIN_FORBIDDEN" | "HOST_FORBIDDEN" | "POLICY_DENIED" | "FILE_ACCESS_DENIED" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "SECRET_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "SESSION_DEGRADED" | "SESSION_NOT_OWNED" | "LEASE_LOST" | "NODE_LOST" | "WRITE_CONFLICT" | "DESKTOP_UNAVAILABLE" | "SCREEN_CHANGED" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "FILE_CHANGED" | "SANDBOX_INCOMPATIBLE" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "SNAPSHOT_INCOMPATIBLE" | "DISK_FULL" | "PORT_UNREACHABLE" | "NOT_AVAILABLE" | "DRIVER_UNAVAILABLE" | "OBJECT_STORAGE_UNAVAILABLE" | "NODE_UNREACHABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "SANDBOX_NOT_ANSWERING" | "AUDIT_UNAVAILABLE" | "INTERNAL";
                 details?: Record<string, never>;
                 message: string;
             };
@@ -3534,7 +3592,7 @@ export interface components {
                 sandboxId: string | null;
                 snapshotId: string | null;
                 /** @enum {string} */
-                state: "creating" | "running" | "paused" | "suspended" | "terminated" | "failed";
+                state: "creating" | "running" | "paused" | "suspended" | "degraded" | "terminated" | "failed";
                 stateSince: string;
                 tenant: string;
                 tools: string[];
@@ -3705,7 +3763,7 @@ export interface components {
             sandboxId: string | null;
             snapshotId: string | null;
             /** @enum {string} */
-            state: "creating" | "running" | "paused" | "suspended" | "terminated" | "failed";
+            state: "creating" | "running" | "paused" | "suspended" | "degraded" | "terminated" | "failed";
             stateSince: string;
             tenant: string;
             tools: string[];
@@ -3785,7 +3843,7 @@ export interface components {
                 sandboxId: string | null;
                 snapshotId: string | null;
                 /** @enum {string} */
-                state: "creating" | "running" | "paused" | "suspended" | "terminated" | "failed";
+                state: "creating" | "running" | "paused" | "suspended" | "degraded" | "terminated" | "failed";
                 stateSince: string;
                 tenant: string;
                 tools: string[];

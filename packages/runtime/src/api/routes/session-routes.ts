@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AirlockServices } from '../airlock-services.js';
 import { sessionView } from '../session-view.js';
 import { parseBody } from '../parse-body.js';
+import { approverName, identityOf } from '../authentication.js';
 
 const createBody = z.strictObject({
   image: z.string().min(1).optional(),
@@ -53,6 +54,10 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/suspend', async (request) => sessionView(await services.sessions.suspend(request.params.id)));
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/resume', async (request) => sessionView(await services.sessions.resume(request.params.id)));
+  // Who restarted is who authenticated (recorded in the audit), never a field of the request.
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/restart', async (request) =>
+    sessionView(await services.sessions.restart(request.params.id, approverName(identityOf(request), undefined))),
+  );
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/pause', async (request) => sessionView(await services.sessions.pause(request.params.id)));
   app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(await services.sessions.terminate(request.params.id)));
 
