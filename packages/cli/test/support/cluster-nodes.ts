@@ -57,7 +57,13 @@ export class ClusterNodes {
       label,
       `cluster-token-${Math.random().toString(36).slice(2)}`,
     );
-    for (const name of names) await cluster.startNode(name, capacities[name] ?? maxSessions);
+    try {
+      for (const name of names) await cluster.startNode(name, capacities[name] ?? maxSessions);
+    } catch (error) {
+      // A node that did not start: nothing of the cluster is left behind (the bucket's process would keep the test alive).
+      await cluster.destroy();
+      throw error;
+    }
     return cluster;
   }
 
