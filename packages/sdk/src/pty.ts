@@ -56,7 +56,8 @@ export class Pty {
         resolve(new SocketTerminal(socket));
       };
       socket.onerror = () => {
-        if (!opened) reject(new AirlockConnectionError(`could not open the terminal of session ${this.sessionId}: the WebSocket to ${this.connection.url} failed`));
+        if (!opened)
+          reject(new AirlockConnectionError(`could not open the terminal of session ${this.sessionId}: the WebSocket to ${this.connection.url} failed`));
       };
       socket.onclose = (event) => {
         if (!opened) reject(new AirlockConnectionError(`the terminal of session ${this.sessionId} closed before it opened (${event.code} ${event.reason})`));

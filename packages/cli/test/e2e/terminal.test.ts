@@ -55,7 +55,9 @@ describe('the takeover terminal on gVisor (issue 15, item 6)', { timeout: 600_00
       if (isBinary) chunks.push(Buffer.from(data));
       else controls.push(JSON.parse(data.toString('utf8')) as Record<string, unknown>);
     });
-    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());
       socket.once('error', reject);
@@ -83,7 +85,8 @@ describe('the takeover terminal on gVisor (issue 15, item 6)', { timeout: 600_00
     });
   }
 
-  const auditOf = async (session: Sandbox, type: string): Promise<AuditRecord[]> => (await session.audit({ limit: 1000 })).filter((record) => record.type === type);
+  const auditOf = async (session: Sandbox, type: string): Promise<AuditRecord[]> =>
+    (await session.audit({ limit: 1000 })).filter((record) => record.type === type);
 
   before(async () => {
     installation = await TestInstallation.start();
@@ -163,8 +166,20 @@ describe('the takeover terminal on gVisor (issue 15, item 6)', { timeout: 600_00
       assert.equal(typeof data, 'string');
       previous = seconds;
     }
-    assert.match(events.filter(([, kind]) => kind === 'o').map(([, , data]) => data).join(''), /recorded-5/);
-    assert.match(events.filter(([, kind]) => kind === 'i').map(([, , data]) => data).join(''), /echo recorded-\$\(\(2\+3\)\)/);
+    assert.match(
+      events
+        .filter(([, kind]) => kind === 'o')
+        .map(([, , data]) => data)
+        .join(''),
+      /recorded-5/,
+    );
+    assert.match(
+      events
+        .filter(([, kind]) => kind === 'i')
+        .map(([, , data]) => data)
+        .join(''),
+      /echo recorded-\$\(\(2\+3\)\)/,
+    );
     const missing = await fetch(`${installation.url}/v1/sessions/${sandbox.id}/terminal/recordings/tty_nosuchrecording`, { headers: bearer() });
     assert.equal(missing.status, 404);
   });
@@ -182,12 +197,20 @@ describe('the takeover terminal on gVisor (issue 15, item 6)', { timeout: 600_00
   });
 
   it('the SDK’s pty opens, writes, resizes, reads and exits', async () => {
-    const attached = await Sandbox.connect(sandbox.id, { url: installation.url, token: installation.token, WebSocket: WebSocket as unknown as WebSocketConstructor });
+    const attached = await Sandbox.connect(sandbox.id, {
+      url: installation.url,
+      token: installation.token,
+      WebSocket: WebSocket as unknown as WebSocketConstructor,
+    });
     const pty = await attached.pty.open({ rows: 20, cols: 70 });
     let output = '';
     pty.onData((bytes) => (output += Buffer.from(bytes).toString('utf8')));
     pty.write('stty size\n');
-    await eventually(() => output, (text) => text.includes('20 70'), 'the SDK terminal size');
+    await eventually(
+      () => output,
+      (text) => text.includes('20 70'),
+      'the SDK terminal size',
+    );
     pty.resize(22, 77);
     pty.write('stty size; exit 7\n');
     assert.equal(await pty.exited, 7);

@@ -36,7 +36,14 @@ export class AsciicastRecorder {
     header: AsciicastHeader,
     private readonly maxBytes = DEFAULT_RECORDING_MAX_BYTES,
   ) {
-    this.line({ version: 2, width: header.columns, height: header.rows, timestamp: Math.floor(header.startedAt.getTime() / 1000), title: header.title, env: header.env });
+    this.line({
+      version: 2,
+      width: header.columns,
+      height: header.rows,
+      timestamp: Math.floor(header.startedAt.getTime() / 1000),
+      title: header.title,
+      env: header.env,
+    });
   }
 
   /** Bytes the terminal showed. */

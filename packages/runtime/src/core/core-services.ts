@@ -189,6 +189,12 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
 
 /** Where recordings go when the server keeps none: a terminal cannot be opened unrecorded. */
 const NO_RECORDINGS: TerminalRecordings = {
-  create: () => Promise.reject(new AirlockError('NOT_AVAILABLE', 'this server keeps no terminal recordings, and a takeover terminal is never unrecorded; start the server with a data dir')),
+  create: () =>
+    Promise.reject(
+      new AirlockError(
+        'NOT_AVAILABLE',
+        'this server keeps no terminal recordings, and a takeover terminal is never unrecorded; start the server with a data dir',
+      ),
+    ),
   get: () => Promise.resolve(undefined),
 };

@@ -132,18 +132,28 @@ export class TerminalTakeovers {
   async checkAvailable(sessionId: string): Promise<SessionRecord> {
     const session = await this.options.sessions.get(sessionId);
     if (session.mode !== 'machine') {
-      throw new AirlockError('INVALID_STATE', `session ${session.id} runs each call in a fresh sandbox, so it has no machine to open a terminal in; create the session with --mode machine`, {
-        details: { sessionId: session.id, mode: session.mode },
-      });
+      throw new AirlockError(
+        'INVALID_STATE',
+        `session ${session.id} runs each call in a fresh sandbox, so it has no machine to open a terminal in; create the session with --mode machine`,
+        {
+          details: { sessionId: session.id, mode: session.mode },
+        },
+      );
     }
     if (session.state === 'terminated' || session.state === 'failed') {
-      throw new AirlockError('INVALID_STATE', `session ${session.id} is ${session.state}: its machine is gone, so there is no terminal to open`, { details: { sessionId: session.id, state: session.state } });
+      throw new AirlockError('INVALID_STATE', `session ${session.id} is ${session.state}: its machine is gone, so there is no terminal to open`, {
+        details: { sessionId: session.id, state: session.state },
+      });
     }
     const driver = this.options.sessions.drivers.forSession(session);
     if (!driver.capabilities.terminal) {
-      throw new AirlockError('NOT_AVAILABLE', `session ${session.id} runs on the ${driver.name} driver, which offers no terminal (its capabilities say terminal: false); use \`airlock exec ${session.id} -- COMMAND\` instead`, {
-        details: { sessionId: session.id, driver: driver.name, capability: 'terminal' },
-      });
+      throw new AirlockError(
+        'NOT_AVAILABLE',
+        `session ${session.id} runs on the ${driver.name} driver, which offers no terminal (its capabilities say terminal: false); use \`airlock exec ${session.id} -- COMMAND\` instead`,
+        {
+          details: { sessionId: session.id, driver: driver.name, capability: 'terminal' },
+        },
+      );
     }
     return session;
   }
@@ -153,9 +163,13 @@ export class TerminalTakeovers {
     const session = await this.checkAvailable(sessionId);
     const holder = this.active.get(session.id);
     if (holder) {
-      throw new AirlockError('INVALID_STATE', `session ${session.id} is already taken over by ${holder.takeover.by} (takeover ${holder.takeover.id}); wait until it is handed back`, {
-        details: { sessionId: session.id, takeoverId: holder.takeover.id, by: holder.takeover.by },
-      });
+      throw new AirlockError(
+        'INVALID_STATE',
+        `session ${session.id} is already taken over by ${holder.takeover.by} (takeover ${holder.takeover.id}); wait until it is handed back`,
+        {
+          details: { sessionId: session.id, takeoverId: holder.takeover.id, by: holder.takeover.by },
+        },
+      );
     }
     const id = newId('tty');
     const startedAt = this.clock.now();
@@ -221,7 +235,13 @@ export class TerminalTakeovers {
         data: { takeoverId: id, by: takeover.by, client: takeover.client, rows: request.rows, columns: request.columns, recording: takeover.recording },
       });
       const sink = await this.options.recordings.create(session.id, id);
-      recorder = new AsciicastRecorder(sink, { columns: request.columns, rows: request.rows, startedAt, title: `takeover ${id} of session ${session.id} by ${takeover.by}`, env: { ...TAKEOVER_ENVIRONMENT, SHELL: '/bin/bash' } });
+      recorder = new AsciicastRecorder(sink, {
+        columns: request.columns,
+        rows: request.rows,
+        startedAt,
+        title: `takeover ${id} of session ${session.id} by ${takeover.by}`,
+        env: { ...TAKEOVER_ENVIRONMENT, SHELL: '/bin/bash' },
+      });
     } catch (error) {
       await finish({ reason: 'failed', exitCode: null, error: toAirlockError(error) });
       throw error;
@@ -232,7 +252,13 @@ export class TerminalTakeovers {
       async (handle) => {
         if (stopReason) throw new AirlockError('INVALID_STATE', `the takeover of session ${session.id} ended before its terminal opened`);
         const driver = this.options.sessions.drivers.forHandle(handle);
-        terminal = await driver.openTerminal(handle, { argv: TAKEOVER_SHELL, cwd: '/workspace', env: TAKEOVER_ENVIRONMENT, rows: request.rows, columns: request.columns });
+        terminal = await driver.openTerminal(handle, {
+          argv: TAKEOVER_SHELL,
+          cwd: '/workspace',
+          env: TAKEOVER_ENVIRONMENT,
+          rows: request.rows,
+          columns: request.columns,
+        });
         terminal.stream.on('data', (chunk: Buffer) => {
           activeRecorder.output(chunk);
           if (listeners.length === 0) early.push(chunk);
@@ -251,7 +277,9 @@ export class TerminalTakeovers {
       (error: unknown) => {
         failedToOpen(error);
         const failure = toAirlockError(error, 'DRIVER_FAILED');
-        return finish(stopReason && !isAirlockError(error, 'SANDBOX_DIED') ? { reason: stopReason, exitCode: null } : { reason: 'failed', exitCode: null, error: failure });
+        return finish(
+          stopReason && !isAirlockError(error, 'SANDBOX_DIED') ? { reason: stopReason, exitCode: null } : { reason: 'failed', exitCode: null, error: failure },
+        );
       },
     );
     const shell = await ready;
@@ -284,9 +312,13 @@ export class TerminalTakeovers {
     const session = await this.options.sessions.get(sessionId);
     const bytes = await this.options.recordings.get(session.id, takeoverId);
     if (!bytes) {
-      throw new AirlockError('NOT_FOUND', `session ${session.id} has no terminal recording ${takeoverId}; the audit's takeover.started and takeover.ended records name the recordings it has`, {
-        details: { sessionId: session.id, takeoverId },
-      });
+      throw new AirlockError(
+        'NOT_FOUND',
+        `session ${session.id} has no terminal recording ${takeoverId}; the audit's takeover.started and takeover.ended records name the recordings it has`,
+        {
+          details: { sessionId: session.id, takeoverId },
+        },
+      );
     }
     return bytes;
   }

@@ -48,6 +48,7 @@ export class TerminalRecordingDirectory implements TerminalRecordings {
 }
 
 function checkName(name: string): string {
-  if (!NAME.test(name)) throw new AirlockError('INVALID_ARGUMENTS', `a recording name is letters, digits, '_' and '-' (at most 128), got ${JSON.stringify(name)}`);
+  if (!NAME.test(name))
+    throw new AirlockError('INVALID_ARGUMENTS', `a recording name is letters, digits, '_' and '-' (at most 128), got ${JSON.stringify(name)}`);
   return name;
 }

@@ -41,9 +41,13 @@ export function registerTerminalRoutes(app: FastifyInstance, services: AirlockSe
       await services.terminals.settle(session.id);
       const holder = services.terminals.current(session.id);
       if (holder && request.ws) {
-        throw new AirlockError('INVALID_STATE', `session ${session.id} is already taken over by ${holder.by} (takeover ${holder.id}); wait until it is handed back`, {
-          details: { sessionId: session.id, takeoverId: holder.id, by: holder.by },
-        });
+        throw new AirlockError(
+          'INVALID_STATE',
+          `session ${session.id} is already taken over by ${holder.by} (takeover ${holder.id}); wait until it is handed back`,
+          {
+            details: { sessionId: session.id, takeoverId: holder.id, by: holder.by },
+          },
+        );
       }
     },
     handler: async (request) => {
@@ -68,7 +72,8 @@ export function registerTerminalRoutes(app: FastifyInstance, services: AirlockSe
 /** One takeover over one socket: opens the shell at the client's size, relays both ways, hands back when the socket closes. */
 async function serveTerminal(services: AirlockServices, socket: WebSocket, request: TerminalRequest): Promise<void> {
   const identity = identityOf(request);
-  const client = request.query.client !== undefined && CLIENT_LABEL.test(request.query.client) ? request.query.client : identity.kind === 'console' ? 'console' : 'api';
+  const client =
+    request.query.client !== undefined && CLIENT_LABEL.test(request.query.client) ? request.query.client : identity.kind === 'console' ? 'console' : 'api';
   const pending: Buffer[] = [];
   let terminal: OpenTerminal | undefined;
   let closed = false;
@@ -156,16 +161,29 @@ function parseResize(text: string): { rows: number; columns: number } {
     throw new AirlockError('INVALID_REQUEST', 'a text frame is a JSON control message, {"type":"resize","cols":N,"rows":N}; send keystrokes as binary frames');
   }
   const { type, cols, rows } = (typeof message === 'object' && message !== null ? message : {}) as Record<string, unknown>;
-  if (type !== 'resize') throw new AirlockError('INVALID_REQUEST', `unknown control message ${JSON.stringify(type)}; the client sends only {"type":"resize","cols":N,"rows":N}`, { details: { field: 'type' } });
+  if (type !== 'resize')
+    throw new AirlockError('INVALID_REQUEST', `unknown control message ${JSON.stringify(type)}; the client sends only {"type":"resize","cols":N,"rows":N}`, {
+      details: { field: 'type' },
+    });
   const { min, maxColumns, maxRows } = TERMINAL_SIZE_LIMITS;
-  if (!Number.isInteger(cols) || !Number.isInteger(rows) || (cols as number) < min || (rows as number) < min || (cols as number) > maxColumns || (rows as number) > maxRows) {
-    throw new AirlockError('INVALID_REQUEST', `cols must be a whole number from ${min} to ${maxColumns} and rows from ${min} to ${maxRows}`, { details: { field: 'cols' } });
+  if (
+    !Number.isInteger(cols) ||
+    !Number.isInteger(rows) ||
+    (cols as number) < min ||
+    (rows as number) < min ||
+    (cols as number) > maxColumns ||
+    (rows as number) > maxRows
+  ) {
+    throw new AirlockError('INVALID_REQUEST', `cols must be a whole number from ${min} to ${maxColumns} and rows from ${min} to ${maxRows}`, {
+      details: { field: 'cols' },
+    });
   }
   return { rows: rows as number, columns: cols as number };
 }
 
 function endMessage(reason: string): string {
-  if (reason === 'machine-stopped') return 'the takeover ended: the machine was suspended, snapshotted, forked or terminated; open the terminal again to wake it';
+  if (reason === 'machine-stopped')
+    return 'the takeover ended: the machine was suspended, paused, snapshotted, forked or terminated; open the terminal again to wake it';
   if (reason === 'server-stopped') return 'the takeover ended: the server is stopping';
   return `the takeover ended (${reason})`;
 }
