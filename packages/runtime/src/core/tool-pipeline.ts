@@ -250,8 +250,8 @@ export class ToolPipeline {
     context: AuthorizationContext,
     wake: { reason: 'call'; callId: string; tool: ToolName },
   ): Promise<{ kind: 'resolved'; context: AuthorizationContext } | { kind: 'refused'; outcome: ToolCallOutcome }> {
-    // Writes replace a final symlink instead of following it; reads follow it.
-    const followLast = context.access === 'read' || call.tool === 'files.edit';
+    // Writes replace a final symlink instead of following it, and a stat describes the link itself; reads follow it.
+    const followLast = (context.access === 'read' && call.tool !== 'files.stat') || call.tool === 'files.edit';
     let canonical: string;
     try {
       canonical = await this.deps.executor.canonicalPath(session, context.path, followLast, wake);
