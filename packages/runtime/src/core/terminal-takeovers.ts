@@ -127,10 +127,12 @@ export class TerminalTakeovers {
 
   /**
    * Throws what stops a terminal on this session: no session (SESSION_NOT_FOUND),
-   * no machine (INVALID_STATE), or a driver without PTYs (NOT_AVAILABLE).
+   * one another server runs (SESSION_NOT_OWNED), no machine (INVALID_STATE), or
+   * a driver without PTYs (NOT_AVAILABLE).
    */
   async checkAvailable(sessionId: string): Promise<SessionRecord> {
-    const session = await this.options.sessions.get(sessionId);
+    // A session another server runs is answered SESSION_NOT_OWNED here, before anything is audited.
+    const session = await this.options.sessions.getOwned(sessionId);
     if (session.mode !== 'machine') {
       throw new AirlockError(
         'INVALID_STATE',

@@ -14,7 +14,7 @@ import type { WebSocket } from 'ws';
 import type { AirlockServices } from '../airlock-services.js';
 import { AirlockError, toAirlockError } from '../../core/errors.js';
 import { TERMINAL_SIZE_LIMITS, type OpenTerminal } from '../../core/terminal-takeovers.js';
-import { approverName, identityOf } from '../authentication.js';
+import { approverName, identityOf, type Identity } from '../authentication.js';
 
 /** The WebSocket subprotocol of the terminal. */
 export const TERMINAL_PROTOCOL = 'airlock.terminal.v1';
@@ -37,6 +37,7 @@ export function registerTerminalRoutes(app: FastifyInstance, services: AirlockSe
     url: '/v1/sessions/:id/terminal',
     // Before the upgrade: a refusal is an HTTP answer with its code, not a socket that opens and dies.
     preValidation: async (request) => {
+      await requireVisible(services, request.params.id, identityOf(request));
       const session = await services.terminals.checkAvailable(request.params.id);
       await services.terminals.settle(session.id);
       const holder = services.terminals.current(session.id);
@@ -60,6 +61,7 @@ export function registerTerminalRoutes(app: FastifyInstance, services: AirlockSe
   });
 
   app.get<{ Params: { id: string; takeoverId: string } }>('/v1/sessions/:id/terminal/recordings/:takeoverId', async (request, reply) => {
+    await requireVisible(services, request.params.id, identityOf(request));
     const bytes = await services.terminals.recording(request.params.id, request.params.takeoverId);
     return reply
       .header('content-type', 'application/x-asciicast')
@@ -150,6 +152,14 @@ async function serveTerminal(services: AirlockServices, socket: WebSocket, reque
   else if (end.reason === 'failed' && end.error) refuse(end.error);
   else refuse(new AirlockError('INVALID_STATE', endMessage(end.reason)));
   socket.close(1000, end.reason);
+}
+
+/** Another tenant's session answers as if it did not exist (issue 12), as the event stream does. */
+async function requireVisible(services: AirlockServices, sessionId: string, identity: Identity): Promise<void> {
+  const session = await services.sessions.get(sessionId);
+  if (identity.tenant !== '*' && session.tenant !== identity.tenant) {
+    throw new AirlockError('SESSION_NOT_FOUND', `session ${sessionId} does not exist; list sessions with \`airlock sessions ls\``, { details: { sessionId } });
+  }
 }
 
 /** A resize message, checked. */
