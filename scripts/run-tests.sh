@@ -23,15 +23,33 @@ both_stores=(
 )
 
 failed=()
+logs=$(mktemp -d /var/tmp/airlock-test-logs-XXXXXX)
 phase() {
   local name=$1
   shift
+  local began=$SECONDS log
+  log="$logs/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '-').tap"
   echo "=== tests: ${name} ($# files)" >&2
-  if ! node --test --test-concurrency=1 "$@"; then failed+=("$name"); fi
+  if ! node --test --test-concurrency=1 "$@" | tee "$log"; then failed+=("$name"); fi
+  echo "=== tests: ${name} took $((SECONDS - began)) s" >&2
+}
+
+# The failures again at the very end, with their errors, so that a log's tail says what broke.
+summarize_failures() {
+  for log in "$logs"/*.tap; do
+    grep -q '^ *not ok' "$log" || continue
+    echo "=== failures in $(basename "$log" .tap):" >&2
+    grep -A16 '^ *not ok' "$log" | grep -v -E '^ *(duration_ms|type|failureType|stack|\.\.\.|---)|^ +(async |[A-Za-z.<>]+ \(file:|process\.|node:)' | cut -c1-400 | head -n 200 >&2
+  done
 }
 
 phase unit "${unit[@]}"
 phase conformance "${conformance[@]}"
+if [ -n "${AIRLOCK_TEST_IMAGES_BUILDER_PID:-}" ]; then
+  # .ci/run builds the test images in the background; a failed build shows up as the tests' own build.
+  echo "=== tests: waiting for the test images being built in the background" >&2
+  while kill -0 "$AIRLOCK_TEST_IMAGES_BUILDER_PID" 2>/dev/null; do sleep 2; done
+fi
 phase end-to-end "${e2e[@]}"
 phase "microVM (slow)" "${slow[@]}"
 if [ -n "${AIRLOCK_TEST_POSTGRES_URL:-}" ]; then
@@ -41,7 +59,10 @@ else
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then
+  summarize_failures
+  rm -rf "$logs"
   echo "=== tests failed in: ${failed[*]}" >&2
   exit 1
 fi
+rm -rf "$logs"
 echo "=== tests: every phase passed" >&2

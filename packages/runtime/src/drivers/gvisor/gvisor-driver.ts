@@ -80,6 +80,15 @@ export interface GvisorDriverOptions {
   sandboxesDir?: string;
 }
 
+/** How long start-up waits for a checkpoint a crashed control plane left running to end by itself. */
+const ORPHANED_CHECKPOINT_WAIT_MS = 120_000;
+
+/** Waits until `pid` has ended, or `timeoutMs` has passed. */
+async function waitForExit(pid: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && (await isProcessAlive(pid))) await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
 /** Processes the agent may start above the session's RLIMIT_NPROC, so a fork bomb never locks it out. */
 export const NPROC_RESERVE = 64;
 /** How long a fresh sandbox's agent has to say hello. */
@@ -130,7 +139,11 @@ export class GvisorDriver implements SandboxDriver {
     await this.ensureRoots();
     // A crashed control plane leaves its runsc invocations (a checkpoint, a kill) behind: stop them
     // before anything is reconciled, so none of them changes a sandbox while it is being repaired.
-    for (const pid of await orphanedInvocations(join(this.stateRoot, 'runsc'))) {
+    // A checkpoint is let finish instead: killing its runsc stops nothing inside the sandbox, which
+    // goes on writing the image, and a host socket its agent connects meanwhile makes that checkpoint
+    // panic and kill the sandbox (sandbox-checkpoint.ts).
+    for (const { pid, subcommand } of await orphanedInvocations(join(this.stateRoot, 'runsc'))) {
+      if (subcommand === 'checkpoint') await waitForExit(pid, ORPHANED_CHECKPOINT_WAIT_MS);
       try {
         process.kill(pid, 'SIGKILL');
       } catch {

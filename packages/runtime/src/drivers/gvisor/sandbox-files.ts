@@ -150,11 +150,11 @@ export async function hostProcessesOf(markers: string[]): Promise<number[]> {
 /**
  * Host pids of runsc command-line invocations (`exec`, `checkpoint`, `run`, ...) on the state root
  * `runscRoot` whose parent is gone: a control plane that crashed leaves them running, and nobody will
- * ever read their result. The sandbox and gofer processes (`runsc-sandbox`, `runsc-gofer`) are not
+ * ever read their result, with their subcommand. The sandbox and gofer processes (`runsc-sandbox`, `runsc-gofer`) are not
  * invocations: they are the sandboxes themselves.
  */
-export async function orphanedInvocations(runscRoot: string): Promise<number[]> {
-  const pids: number[] = [];
+export async function orphanedInvocations(runscRoot: string): Promise<{ pid: number; subcommand: string }[]> {
+  const pids: { pid: number; subcommand: string }[] = [];
   for (const entry of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     const args = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
@@ -162,7 +162,7 @@ export async function orphanedInvocations(runscRoot: string): Promise<number[]> 
     if (!(program === 'runsc' || program.endsWith('/runsc')) || !args.includes(`--root=${runscRoot}`)) continue;
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
     const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (parent === 1) pids.push(Number(entry));
+    if (parent === 1) pids.push({ pid: Number(entry), subcommand: args.slice(1).find((arg) => arg !== '' && !arg.startsWith('-')) ?? '' });
   }
   return pids;
 }
