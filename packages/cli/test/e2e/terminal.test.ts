@@ -218,8 +218,16 @@ describe('the takeover terminal on gVisor (issue 15, item 6)', { timeout: 600_00
     await pty.close();
   });
 
-  it('wakes a suspended machine for the terminal, as an audited step', async () => {
+  it('a suspend during a takeover ends it (machine-stopped) rather than wait behind it; the next terminal wakes the machine, as an audited step', async () => {
+    const holder = await openTerminal(sandbox.id);
+    holder.socket.send(Buffer.from('echo before-suspend\n'));
+    await eventually(holder.output, (text) => text.includes('before-suspend'), 'the shell answers');
     await sandbox.suspend();
+    await holder.closed;
+    assert.equal(holder.controls.at(-1)?.['type'], 'error');
+    assert.match(String(holder.controls.at(-1)?.['message']), /suspended/);
+    const stopped = (await auditOf(sandbox, 'takeover.ended')).at(-1);
+    assert.equal(stopped?.data['reason'], 'machine-stopped');
     const terminal = await openTerminal(sandbox.id);
     terminal.socket.send(Buffer.from('echo awake\nexit\n'));
     await terminal.closed;
