@@ -81,8 +81,11 @@ async function serveTerminal(services: AirlockServices, socket: WebSocket, reque
   let closed = false;
   let firstSize: (size: { rows: number; columns: number }) => void = () => undefined;
   const sized = new Promise<{ rows: number; columns: number }>((resolve) => {
-    firstSize = resolve;
-    setTimeout(() => resolve(DEFAULT_SIZE), FIRST_MESSAGE_WAIT_MS).unref();
+    const fallback = setTimeout(() => resolve(DEFAULT_SIZE), FIRST_MESSAGE_WAIT_MS);
+    firstSize = (size) => {
+      clearTimeout(fallback);
+      resolve(size);
+    };
   });
   const refuse = (error: AirlockError) => {
     if (socket.readyState !== socket.OPEN) return;
@@ -116,6 +119,7 @@ async function serveTerminal(services: AirlockServices, socket: WebSocket, reque
   socket.once('close', () => {
     closed = true;
     clearInterval(pinger);
+    firstSize(DEFAULT_SIZE);
     void terminal?.handBack();
   });
 
