@@ -113,8 +113,8 @@ describe('the takeover terminal on gVisor (issue 15, item 6)', { timeout: 600_00
 
   it('holds the agent’s calls while the person types, and lets them go at hand-back', async () => {
     const terminal = await openTerminal(sandbox.id);
-    terminal.socket.send(Buffer.from('echo holding\n'));
-    await eventually(terminal.output, (text) => text.includes('holding'), 'the shell answers');
+    terminal.socket.send(Buffer.from('echo holding; cat /proc/$$/comm\n'));
+    await eventually(terminal.output, (text) => text.includes('holding') && /\nbash\r?\n/.test(text), 'the shell (bash) answers');
     let settled = false;
     const call = sandbox.commands.run(['sh', '-c', 'echo agent-ran']).finally(() => (settled = true));
     const waiting = await eventually(
@@ -127,6 +127,12 @@ describe('the takeover terminal on gVisor (issue 15, item 6)', { timeout: 600_00
     terminal.socket.close(1000, 'handed back');
     const result = await call;
     assert.equal(result.stdout.trim(), 'agent-ran');
+    // The takeover's shell is gone from the machine once handed back: nothing of it keeps running.
+    await eventually(
+      async () => (await sandbox.commands.run(['sh', '-c', 'cat /proc/[0-9]*/comm'])).stdout.split('\n'),
+      (names) => !names.includes('bash'),
+      'the takeover shell ended',
+    );
     const records = await sandbox.audit({ limit: 1000 });
     const ended = records.find((record) => record.type === 'takeover.ended' && record.data['takeoverId'] === takeoverId);
     assert.ok(ended, 'takeover.ended is in the audit');
