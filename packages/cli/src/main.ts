@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { registerHostCommands } from './host-commands.js';
 import { registerSessionCommands } from './session-commands.js';
 import { registerExecCommand } from './exec-command.js';
+import { registerShellCommand } from './shell-command.js';
 import { registerFilesCommands } from './files-commands.js';
 import { registerApprovalCommands } from './approval-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
@@ -19,6 +20,7 @@ const program = new Command('airlock')
 registerHostCommands(program);
 registerSessionCommands(program);
 registerExecCommand(program);
+registerShellCommand(program);
 registerFilesCommands(program);
 registerApprovalCommands(program);
 registerEgressCommands(program);

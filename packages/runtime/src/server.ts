@@ -30,6 +30,7 @@ import { LoopDisks } from './storage/loop-disks.js';
 import { SnapshotDirectory } from './storage/snapshot-directory.js';
 import { AuditHeadFile } from './storage/audit-head-file.js';
 import { ThumbnailDirectory } from './storage/thumbnail-directory.js';
+import { TerminalRecordingDirectory } from './storage/terminal-recording-directory.js';
 import { loadOrCreateAuditKey } from './storage/audit-key-file.js';
 import { LocalImageCatalog } from './images/local-image-catalog.js';
 import { AuditLog } from './audit/audit-log.js';
@@ -287,6 +288,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     images,
     artifacts,
     thumbnails,
+    terminalRecordings: new TerminalRecordingDirectory(layout.terminalRecordings),
     layout: { sandboxStateDir: (sandboxId) => join(layout.sandboxes, sandboxId) },
     authorizer,
     analyzeCommand,
@@ -340,6 +342,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     pipeline: core.pipeline,
     approvals: core.approvals,
     desktop: core.desktop,
+    terminals: core.terminals,
     thumbnails,
     store,
     audit,
@@ -382,6 +385,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       retention.stop();
       await sleeper.stop();
       await core.takeovers.close();
+      await core.terminals.close();
       await http.close();
       untap();
       await core.approvals.close();

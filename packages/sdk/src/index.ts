@@ -7,7 +7,8 @@ export { Secrets, updateSessionNetwork, type SecretInfo } from './secrets.js';
 export { Snapshots } from './snapshots.js';
 export { Ports, type ExposedPort } from './ports.js';
 export { Desktop, type DesktopAction, type DesktopActionResult, type DesktopCallOptions, type Screenshot, type TakeoverInfo } from './desktop.js';
-export { Connection, type ConnectionOptions } from './connection.js';
+export { Connection, type ConnectionOptions, type WebSocketConstructor, type WebSocketLike } from './connection.js';
+export { Pty, TERMINAL_PROTOCOL, type PtyOpenOptions, type PtyTerminal } from './pty.js';
 export {
   AirlockApiError,
   AirlockConnectionError,

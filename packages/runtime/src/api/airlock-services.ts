@@ -7,6 +7,7 @@ import type { SnapshotService } from '../core/snapshot-service.js';
 import type { ForkService } from '../core/fork-service.js';
 import type { ApprovalService } from '../core/approval-service.js';
 import type { DesktopTools } from '../core/desktop-tools.js';
+import type { TerminalTakeovers } from '../core/terminal-takeovers.js';
 import type { ThumbnailStore } from '../core/screen-thumbnails.js';
 import type { Store } from '../core/store.js';
 import type { AuditLog } from '../audit/audit-log.js';
@@ -30,6 +31,8 @@ export interface AirlockServices {
   approvals: ApprovalService;
   /** screenshots, actions, the live view and takeovers of desktop sessions */
   desktop: DesktopTools;
+  /** takeover terminals (a shell in a session's machine) and their recordings */
+  terminals: TerminalTakeovers;
   /** screen thumbnails of desktop calls and takeover frames */
   thumbnails: ThumbnailStore;
   store: Store;

@@ -135,11 +135,11 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   // WebSocket routes go in a scope registered after the plugin, so that the plugin sees them.
   void app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
   void app.register(async (scope) => registerDesktopRoutes(scope, services));
+  void app.register(async (scope) => registerTerminalRoutes(scope, services));
   registerSnapshotRoutes(app, services);
   registerEgressRoutes(app, services);
   registerMcpRoutes(app, { token: options.token });
   registerLoginRoutes(app, options.authentication);
   registerEventRoutes(app, services, options.activity);
-  registerTerminalRoutes(app, services);
   return app;
 }

@@ -209,8 +209,12 @@ export function openApiDocument(version: string): Record<string, unknown> {
         }),
       },
       '/v1/sessions/{id}/terminal': {
-        parameters: [idParam],
-        get: op('takeover terminal (WebSocket to a PTY in the machine); 501 NOT_AVAILABLE until the driver offers PTYs'),
+        parameters: [idParam, { name: 'client', in: 'query', schema: { type: 'string' } }],
+        get: op('takeover terminal: WebSocket (subprotocol airlock.terminal.v1) to a shell on a PTY in the machine; the session\'s tool calls wait (reason TAKEOVER) until the socket closes; recorded (asciicast v2). A plain GET says whether it is available (409 no machine, 501 NOT_AVAILABLE driver without PTYs)'),
+      },
+      '/v1/sessions/{id}/terminal/recordings/{takeoverId}': {
+        parameters: [idParam, { name: 'takeoverId', in: 'path', required: true, schema: { type: 'string' } }],
+        get: op('the asciicast v2 recording of a terminal takeover (application/x-asciicast), as linked from its takeover.started / takeover.ended audit records'),
       },
       '/v1/images': { get: op('list images', {}, 'ImageList') },
       '/v1/images/{name}': { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], get: op('get an image', {}, 'Image') },

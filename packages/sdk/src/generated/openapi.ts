@@ -2609,20 +2609,82 @@ export interface paths {
     };
     "/v1/sessions/{id}/terminal": {
         parameters: {
-            query?: never;
+            query?: {
+                client?: string;
+            };
             header?: never;
             path: {
                 id: string;
             };
             cookie?: never;
         };
-        /** takeover terminal (WebSocket to a PTY in the machine); 501 NOT_AVAILABLE until the driver offers PTYs */
+        /** takeover terminal: WebSocket (subprotocol airlock.terminal.v1) to a shell on a PTY in the machine; the session's tool calls wait (reason TAKEOVER) until the socket closes; recorded (asciicast v2). A plain GET says whether it is available (409 no machine, 501 NOT_AVAILABLE driver without PTYs) */
+        get: {
+            parameters: {
+                query?: {
+                    client?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/terminal/recordings/{takeoverId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                takeoverId: string;
+            };
+            cookie?: never;
+        };
+        /** the asciicast v2 recording of a terminal takeover (application/x-asciicast), as linked from its takeover.started / takeover.ended audit records */
         get: {
             parameters: {
                 query?: never;
                 header?: never;
                 path: {
                     id: string;
+                    takeoverId: string;
                 };
                 cookie?: never;
             };
