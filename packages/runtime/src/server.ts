@@ -63,6 +63,8 @@ import type { AirlockServices } from './api/airlock-services.js';
 import { tapAuditAppends } from './api/audit-tap.js';
 import { ActivityFeed } from './api/activity-feed.js';
 import { Authentication, installationTokens } from './api/authentication.js';
+import { ApiTokens } from './core/api-tokens.js';
+import { TenantSettings } from './core/tenant-settings.js';
 import { ConsoleLogins } from './api/console-logins.js';
 import { ConsoleAssets, defaultConsoleAssetsDir } from './api/console-assets.js';
 
@@ -331,7 +333,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     if (missing.length > 0) throw invalidContract(missing);
     return contract;
   };
+  const tokens = new ApiTokens(store, audit, systemClock);
   const services: AirlockServices = {
+    tokens,
+    tenants: new TenantSettings(store, audit, systemClock),
     sessions: core.sessions,
     snapshots: core.snapshots,
     forks: core.forks,
@@ -351,7 +356,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     defaultContract: () => DEFAULT_CONTRACT,
   };
   const loginSeconds = options.consoleLoginSeconds ?? (Number.parseInt(process.env['AIRLOCK_CONSOLE_LOGIN_SECONDS'] ?? '', 10) || undefined);
-  const authentication = new Authentication(installationTokens(token), new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds }));
+  const authentication = new Authentication(installationTokens(token, tokens), new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds }));
   const http = buildHttpServer(services, {
     token,
     version: AIRLOCK_VERSION,

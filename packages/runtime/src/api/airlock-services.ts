@@ -14,6 +14,8 @@ import type { ImageCatalog } from '../core/image-catalog.js';
 import type { ContractUpdates } from '../core/contract-updates.js';
 import type { SecretStore } from '../secrets/secret-store.js';
 import type { SessionContract } from '../core/session-contract.js';
+import type { ApiTokens } from '../core/api-tokens.js';
+import type { TenantSettings } from '../core/tenant-settings.js';
 
 /** The services behind the API, wired by the composition root. */
 export interface AirlockServices {
@@ -42,6 +44,10 @@ export interface AirlockServices {
   secrets?: SecretStore;
   /** changes to running sessions' contracts (the network section) */
   contracts?: ContractUpdates;
+  /** API tokens with tenants and roles */
+  tokens: ApiTokens;
+  /** per-tenant quotas */
+  tenants: TenantSettings;
   /** The contract applied when a session is created without one. */
   defaultContract(): SessionContract;
 }

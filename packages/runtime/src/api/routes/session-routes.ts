@@ -4,6 +4,11 @@ import { z } from 'zod';
 import type { AirlockServices } from '../airlock-services.js';
 import { sessionView } from '../session-view.js';
 import { parseBody } from '../parse-body.js';
+import { identityOf, type Identity } from '../authentication.js';
+import { reaches } from '../tenant-scope.js';
+import { EVERY_TENANT } from '../../core/tenancy.js';
+import { AirlockError } from '../../core/errors.js';
+import type { SessionContract } from '../../core/session-contract.js';
 
 const createBody = z.strictObject({
   image: z.string().min(1).optional(),
@@ -21,6 +26,7 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     if (body.idleTimeoutSeconds !== undefined) {
       contract = services.parseContract({ ...contract, idle: { ...(contract.idle ?? {}), suspendAfterSeconds: body.idleTimeoutSeconds } });
     }
+    contract = ownTenantContract(services, identityOf(request), contract);
     const session = await services.sessions.create({
       contract,
       ...(body.image === undefined ? {} : { imageName: body.image }),
@@ -30,7 +36,10 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     return reply.status(201).send(sessionView(session));
   });
 
-  app.get('/v1/sessions', async () => ({ sessions: (await services.sessions.list()).map((session) => sessionView(session)) }));
+  app.get('/v1/sessions', async (request) => {
+    const identity = identityOf(request);
+    return { sessions: (await services.sessions.list()).filter((session) => reaches(identity, session.tenant)).map((session) => sessionView(session)) };
+  });
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(await services.sessions.get(request.params.id)));
 
@@ -39,6 +48,7 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     return { sessionId: session.id, version: session.contractVersion, contract: session.contract };
   });
 
+  // Another tenant's name answers 404 before this runs (TenantScope).
   app.get<{ Params: { tenant: string } }>('/v1/tenants/:tenant/usage', async (request) => {
     const views = (await services.sessions.list()).filter((session) => session.tenant === request.params.tenant).map((session) => sessionView(session));
     const totals: Record<string, number> = {};
@@ -83,3 +93,21 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     return reply.type('application/x-ndjson').send(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
   });
 }
+
+/**
+ * A token of one tenant makes sessions of that tenant only: a contract that
+ * names no tenant (the schema's `default`) gets the token's, one that names
+ * another is refused.
+ */
+function ownTenantContract(services: AirlockServices, identity: Identity, contract: SessionContract): SessionContract {
+  if (identity.tenant === EVERY_TENANT || contract.identity.tenant === identity.tenant) return contract;
+  if (contract.identity.tenant !== DEFAULT_TENANT) {
+    throw new AirlockError('ROLE_FORBIDDEN', `the contract names tenant ${contract.identity.tenant}, but your token belongs to tenant ${identity.tenant}; leave identity.tenant out or set it to ${identity.tenant}`, {
+      details: { field: 'contract.identity.tenant', tenant: identity.tenant },
+    });
+  }
+  return services.parseContract({ ...contract, identity: { ...contract.identity, tenant: identity.tenant } });
+}
+
+/** The tenant of a contract that names none. */
+const DEFAULT_TENANT = 'default';
