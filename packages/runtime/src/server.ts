@@ -65,6 +65,7 @@ import { ActivityFeed } from './api/activity-feed.js';
 import { Authentication, installationTokens } from './api/authentication.js';
 import { ApiTokens } from './core/api-tokens.js';
 import { TenantSettings } from './core/tenant-settings.js';
+import { TenantAdmission } from './core/tenant-admission.js';
 import { ConsoleLogins } from './api/console-logins.js';
 import { ConsoleAssets, defaultConsoleAssetsDir } from './api/console-assets.js';
 
@@ -334,9 +335,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     return contract;
   };
   const tokens = new ApiTokens(store, audit, systemClock);
+  const tenants = new TenantSettings(store, audit, systemClock);
   const services: AirlockServices = {
     tokens,
-    tenants: new TenantSettings(store, audit, systemClock),
+    tenants,
+    admission: new TenantAdmission(store, (tenant) => tenants.quotasOf(tenant)),
     sessions: core.sessions,
     snapshots: core.snapshots,
     forks: core.forks,

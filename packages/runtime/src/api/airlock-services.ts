@@ -16,6 +16,7 @@ import type { SecretStore } from '../secrets/secret-store.js';
 import type { SessionContract } from '../core/session-contract.js';
 import type { ApiTokens } from '../core/api-tokens.js';
 import type { TenantSettings } from '../core/tenant-settings.js';
+import type { TenantAdmission } from '../core/tenant-admission.js';
 
 /** The services behind the API, wired by the composition root. */
 export interface AirlockServices {
@@ -48,6 +49,8 @@ export interface AirlockServices {
   tokens: ApiTokens;
   /** per-tenant quotas */
   tenants: TenantSettings;
+  /** per-tenant quotas at the door: sessions, calls in flight, forks */
+  admission: TenantAdmission;
   /** The contract applied when a session is created without one. */
   defaultContract(): SessionContract;
 }

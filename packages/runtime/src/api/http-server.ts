@@ -28,7 +28,7 @@ import { permissionOf, roleMay, ROLE_PERMISSIONS } from './access-rules.js';
 import { TenantScope } from './tenant-scope.js';
 import { registerTokenRoutes } from './routes/token-routes.js';
 import { registerTenantRoutes } from './routes/tenant-routes.js';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivityFeed } from './activity-feed.js';
 import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
 
@@ -101,6 +101,20 @@ async function admit(identity: Identity, request: FastifyRequest, scope: TenantS
   await scope.check(identity, request);
 }
 
+/** Routes that run a tool call: each holds one of its tenant's call slots until its response ends. */
+const CALL_ROUTES = new Set(['/v1/sessions/:id/tools/:tool', '/v1/sessions/:id/exec', '/v1/sessions/:id/desktop/screenshot', '/v1/sessions/:id/desktop/actions']);
+
+/** Refuses a call over its tenant's maxConcurrentCalls (429), before its body is read. */
+async function takeCallSlot(request: FastifyRequest, reply: FastifyReply, services: AirlockServices, scope: TenantScope): Promise<void> {
+  if (request.method !== 'POST' || !CALL_ROUTES.has(request.routeOptions.url ?? '')) return;
+  const sessionId = (request.params as { id?: string }).id;
+  const tenant = sessionId === undefined ? undefined : await scope.tenantOf(sessionId);
+  // No such session: the route answers 404 and holds nothing.
+  if (tenant === undefined) return;
+  const release = await services.admission.enterCall(tenant);
+  reply.raw.once('close', release);
+}
+
 /** Builds the Fastify app (not yet listening). */
 export function buildHttpServer(services: AirlockServices, options: HttpServerOptions): FastifyInstance {
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
@@ -134,6 +148,7 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
         attachIdentity(request, identity);
         // The role, then the tenant of every id the request names: a refused caller costs no body read either.
         await admit(identity, request, scope);
+        await takeCallSlot(request, reply, services, scope);
       } catch (error) {
         const refused = error instanceof AirlockError ? error : new AirlockError('UNAUTHORIZED', 'could not authenticate this request');
         return reply.status(refused.status).header('connection', 'close').send(errorBody(refused));

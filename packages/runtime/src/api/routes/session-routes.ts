@@ -27,13 +27,18 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
       contract = services.parseContract({ ...contract, idle: { ...(contract.idle ?? {}), suspendAfterSeconds: body.idleTimeoutSeconds } });
     }
     contract = ownTenantContract(services, identityOf(request), contract);
-    const session = await services.sessions.create({
-      contract,
-      ...(body.image === undefined ? {} : { imageName: body.image }),
-      ...(body.mode === undefined ? {} : { mode: body.mode }),
-      ...(body.sandbox === undefined ? {} : { sandbox: body.sandbox }),
-    });
-    return reply.status(201).send(sessionView(session));
+    const release = await services.admission.reserveSessions(contract.identity.tenant, 1);
+    try {
+      const session = await services.sessions.create({
+        contract,
+        ...(body.image === undefined ? {} : { imageName: body.image }),
+        ...(body.mode === undefined ? {} : { mode: body.mode }),
+        ...(body.sandbox === undefined ? {} : { sandbox: body.sandbox }),
+      });
+      return reply.status(201).send(sessionView(session));
+    } finally {
+      release();
+    }
   });
 
   app.get('/v1/sessions', async (request) => {

@@ -8,6 +8,7 @@ import { snapshotView } from '../../core/snapshot.js';
 import { errorBody } from '../http-errors.js';
 import { identityOf } from '../authentication.js';
 import type { TenantScope } from '../tenant-scope.js';
+import type { Release } from '../../core/tenant-admission.js';
 
 // Names end up in tables and logs: no control characters.
 const createBody = z.strictObject({ name: z.string().min(1).max(128).regex(/^\P{Cc}+$/u, 'expected no control characters').optional() });
@@ -39,10 +40,28 @@ export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockSe
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/fork', async (request, reply) => {
     const body = parseBody(forkBody, request.body ?? {});
     if (body.snapshotId !== undefined) await scope.requireSnapshot(identityOf(request), body.snapshotId);
-    const result = await services.forks.fork({ sessionId: request.params.id, ...(body.snapshotId === undefined ? {} : { snapshotId: body.snapshotId }) }, body.count);
+    const release = await admitFork(services, request.params.id, body.count);
+    let result;
+    try {
+      result = await services.forks.fork({ sessionId: request.params.id, ...(body.snapshotId === undefined ? {} : { snapshotId: body.snapshotId }) }, body.count);
+    } finally {
+      release();
+    }
     const branches = result.branches.map((branch) =>
       branch.ok ? sessionView(branch.session) : { index: branch.index, sessionId: branch.sessionId, ...errorBody(branch.error) },
     );
     return reply.status(201).send({ snapshot: snapshotView(result.snapshot), branches });
   });
+}
+
+/**
+ * Checks a fork against its tenant's quotas (branches, depth, sessions) and
+ * reserves room for its branches. A count the fork service would refuse
+ * anyway is left to it, so that its message names the server's limit.
+ */
+export async function admitFork(services: AirlockServices, sessionId: string, count: unknown): Promise<Release> {
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1) return () => undefined;
+  const session = await services.sessions.get(sessionId);
+  await services.admission.checkFork(session, count);
+  return services.admission.reserveSessions(session.tenant, count);
 }
