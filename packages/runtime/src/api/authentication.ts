@@ -53,7 +53,9 @@ export function installationTokens(token: string, issued?: Pick<ApiTokens, 'find
       const given = Buffer.from(presented);
       if (given.length === expected.length && timingSafeEqual(given, expected)) return INSTALLATION_GRANT;
       const found = await issued?.find(presented);
-      return found ? { tokenId: found.id, tenant: found.tenant, role: found.role, name: found.name } : undefined;
+      if (!found) return undefined;
+      // The admin role reaches every tenant; its recorded tenant is only a label.
+      return { tokenId: found.id, tenant: found.role === 'admin' ? EVERY_TENANT : found.tenant, role: found.role, name: found.name };
     },
     async isLive(tokenId) {
       if (tokenId === INSTALLATION_GRANT.tokenId) return true;

@@ -2,8 +2,8 @@
  * What a token of one tenant may see: its tenant's sessions and what hangs
  * off them (snapshots, approvals, audit). An id of another tenant answers
  * exactly as an id that does not exist (404, same code and message), so a
- * caller cannot even learn that it exists. The admin token (tenant '*')
- * sees every tenant.
+ * caller cannot even learn that it exists. Admin tokens (tenant '*') see
+ * every tenant.
  */
 import type { FastifyRequest } from 'fastify';
 import { AirlockError } from '../core/errors.js';
@@ -49,25 +49,27 @@ export class TenantScope {
     return session.tenant;
   }
 
-  /** Throws SESSION_NOT_FOUND for a session of another tenant (a missing one is left to the route). */
+  /**
+   * Throws SESSION_NOT_FOUND unless the session is of the caller's tenant. A
+   * missing session gets the same answer here, before the route, so that a
+   * list filtered by a session id cannot tell "missing" from "not yours".
+   */
   async requireSession(identity: Identity, sessionId: string): Promise<void> {
-    if (identity.tenant === EVERY_TENANT) return;
-    const tenant = await this.tenantOf(sessionId);
-    if (tenant !== undefined && tenant !== identity.tenant) throw sessionNotFound(sessionId);
+    if (!(await this.sees(identity, sessionId))) throw sessionNotFound(sessionId);
   }
 
-  /** Throws SNAPSHOT_NOT_FOUND for a snapshot of another tenant's session. */
+  /** Throws SNAPSHOT_NOT_FOUND unless the snapshot is of a session of the caller's tenant. */
   async requireSnapshot(identity: Identity, snapshotId: string): Promise<void> {
     if (identity.tenant === EVERY_TENANT) return;
     const snapshot = await this.store.getSnapshot(snapshotId);
-    if (snapshot && !reaches(identity, (await this.tenantOf(snapshot.sessionId)) ?? '')) throw snapshotNotFound(snapshotId);
+    if (!snapshot || !(await this.sees(identity, snapshot.sessionId))) throw snapshotNotFound(snapshotId);
   }
 
-  /** Throws APPROVAL_NOT_FOUND for an approval of another tenant's session. */
+  /** Throws APPROVAL_NOT_FOUND unless the approval is of a session of the caller's tenant. */
   async requireApproval(identity: Identity, approvalId: string): Promise<void> {
     if (identity.tenant === EVERY_TENANT) return;
     const approval = await this.store.getApproval(approvalId);
-    if (approval && !reaches(identity, (await this.tenantOf(approval.sessionId)) ?? '')) throw approvalNotFound(approvalId);
+    if (!approval || !(await this.sees(identity, approval.sessionId))) throw approvalNotFound(approvalId);
   }
 
   /** True when the caller reaches the session (a missing session is not reached). */
