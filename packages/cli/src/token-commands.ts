@@ -1,5 +1,5 @@
 /** `airlock tokens ...` and `airlock tenants ...`: API tokens with a tenant and a role, and per-tenant quotas (admin only). */
-import { Command, InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { Connection, Tenants, Tokens, type TenantInfo, type TenantQuotas, type TokenRole } from '@airlock/sdk';
 import { cliConnection } from './connection-options.js';
 import { printJson, printTable } from './output.js';
@@ -11,11 +11,18 @@ function role(value: string): TokenRole {
   return value as TokenRole;
 }
 
-/** A limit: a whole number from 0, or `none` to remove it. */
-function limit(value: string): number | null {
-  if (value === 'none') return null;
+/** Stands for `none` while commander holds the value (it does not keep a parsed null). */
+const NO_LIMIT = -1;
+
+/** A limit: a whole number from 0, or `none` (NO_LIMIT) to remove it. */
+function limit(value: string): number {
+  if (value === 'none') return NO_LIMIT;
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a whole number from 0, or `none` for no limit');
   return Number(value);
+}
+
+function quota(value: number): number | null {
+  return value === NO_LIMIT ? null : value;
 }
 
 function shown(value: number | null): string {
@@ -29,7 +36,9 @@ function describeTenant(tenant: TenantInfo): string {
 
 /** Registers `tokens` and `tenants`. */
 export function registerTokenCommands(program: Command): void {
-  const tokens = program.command('tokens').description('API tokens: each belongs to one tenant and has one role (admin, operator, approver, agent); only an admin manages them');
+  const tokens = program
+    .command('tokens')
+    .description('API tokens: each belongs to one tenant and has one role (admin, operator, approver, agent); only an admin manages them');
   tokens
     .command('create')
     .description('make a token; its secret is printed once and stored only as a hash')
@@ -71,22 +80,24 @@ export function registerTokenCommands(program: Command): void {
   const tenants = program.command('tenants').description("tenants' quotas (admin only); a tenant nobody configured has no limits");
   tenants
     .command('set <name>')
-    .description('set some of a tenant\'s quotas (`none` removes one); the others stay')
+    .description("set some of a tenant's quotas (`none` removes one); the others stay")
     .option('--max-sessions <n>', 'sessions not yet terminated, forks included', limit)
     .option('--max-concurrent-calls <n>', 'tool calls in flight at once (per server)', limit)
     .option('--max-fork-branches <n>', 'branches of one fork', limit)
     .option('--max-fork-depth <n>', 'generations of forks below a session made without one', limit)
     .option('--json', 'print JSON')
-    .action(async (name: string, options: { maxSessions?: number | null; maxConcurrentCalls?: number | null; maxForkBranches?: number | null; maxForkDepth?: number | null; json?: boolean }) => {
-      const quotas: Partial<TenantQuotas> = {};
-      if (options.maxSessions !== undefined) quotas.maxSessions = options.maxSessions;
-      if (options.maxConcurrentCalls !== undefined) quotas.maxConcurrentCalls = options.maxConcurrentCalls;
-      if (options.maxForkBranches !== undefined) quotas.maxForkBranches = options.maxForkBranches;
-      if (options.maxForkDepth !== undefined) quotas.maxForkDepth = options.maxForkDepth;
-      const tenant = await new Tenants(new Connection(cliConnection())).set(name, quotas);
-      if (options.json) return printJson(tenant);
-      process.stdout.write(`${describeTenant(tenant)}\n`);
-    });
+    .action(
+      async (name: string, options: { maxSessions?: number; maxConcurrentCalls?: number; maxForkBranches?: number; maxForkDepth?: number; json?: boolean }) => {
+        const quotas: Partial<TenantQuotas> = {};
+        if (options.maxSessions !== undefined) quotas.maxSessions = quota(options.maxSessions);
+        if (options.maxConcurrentCalls !== undefined) quotas.maxConcurrentCalls = quota(options.maxConcurrentCalls);
+        if (options.maxForkBranches !== undefined) quotas.maxForkBranches = quota(options.maxForkBranches);
+        if (options.maxForkDepth !== undefined) quotas.maxForkDepth = quota(options.maxForkDepth);
+        const tenant = await new Tenants(new Connection(cliConnection())).set(name, quotas);
+        if (options.json) return printJson(tenant);
+        process.stdout.write(`${describeTenant(tenant)}\n`);
+      },
+    );
   tenants
     .command('ls')
     .description('list tenants with settings')
@@ -96,7 +107,13 @@ export function registerTokenCommands(program: Command): void {
       if (options.json) return printJson(all);
       printTable(
         ['TENANT', 'SESSIONS', 'CONCURRENT CALLS', 'FORK BRANCHES', 'FORK DEPTH'],
-        all.map((tenant) => [tenant.name, shown(tenant.quotas.maxSessions), shown(tenant.quotas.maxConcurrentCalls), shown(tenant.quotas.maxForkBranches), shown(tenant.quotas.maxForkDepth)]),
+        all.map((tenant) => [
+          tenant.name,
+          shown(tenant.quotas.maxSessions),
+          shown(tenant.quotas.maxConcurrentCalls),
+          shown(tenant.quotas.maxForkBranches),
+          shown(tenant.quotas.maxForkDepth),
+        ]),
       );
     });
 }

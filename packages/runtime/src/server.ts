@@ -359,7 +359,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     defaultContract: () => DEFAULT_CONTRACT,
   };
   const loginSeconds = options.consoleLoginSeconds ?? (Number.parseInt(process.env['AIRLOCK_CONSOLE_LOGIN_SECONDS'] ?? '', 10) || undefined);
-  const authentication = new Authentication(installationTokens(token, tokens), new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds }));
+  const authentication = new Authentication(
+    installationTokens(token, tokens),
+    new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds }),
+  );
   const http = buildHttpServer(services, {
     token,
     version: AIRLOCK_VERSION,

@@ -39,7 +39,10 @@ interface CreatedToken {
 const HOLDING_CONTRACT = {
   version: 1,
   idle: { keepAwake: true },
-  policies: ['permit(principal, action, resource);', '@approval("required") permit(principal, action == Airlock::Action::"exec", resource) when { context.programs.contains("tar") };'],
+  policies: [
+    'permit(principal, action, resource);',
+    '@approval("required") permit(principal, action == Airlock::Action::"exec", resource) when { context.programs.contains("tar") };',
+  ],
 };
 
 /** Ids of the right shape that were never made. */
@@ -158,8 +161,18 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
       [operator, 'GET', '/v1/snapshots?sessionId={S}'],
       [approver, 'GET', '/v1/approvals?sessionId={S}'],
       [operator, 'GET', '/v1/events?sessionId={S}'],
-      [operator, 'POST', '/v1/sessions/{S}/mcp', { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }],
-      [operator, 'POST', '/mcp?session={S}', { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }],
+      [
+        operator,
+        'POST',
+        '/v1/sessions/{S}/mcp',
+        { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } },
+      ],
+      [
+        operator,
+        'POST',
+        '/mcp?session={S}',
+        { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } },
+      ],
       [operator, 'GET', '/v1/snapshots/{N}'],
       [operator, 'DELETE', '/v1/snapshots/{N}'],
       [operator, 'POST', `/v1/sessions/${mine}/fork`, { count: 1, snapshotId: '{N}' }],
@@ -168,8 +181,10 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
       [approver, 'POST', '/v1/approvals/{P}/approve', { reason: 'mine now' }],
       [approver, 'POST', '/v1/approvals/{P}/deny', { reason: 'mine now' }],
     ];
-    const fill = (text: string, ids: { session: string; snapshot: string; approval: string }) => text.replaceAll('{S}', ids.session).replaceAll('{N}', ids.snapshot).replaceAll('{P}', ids.approval);
-    const fillBody = (body: unknown, ids: { session: string; snapshot: string; approval: string }) => (body === undefined ? undefined : JSON.parse(fill(JSON.stringify(body), ids)));
+    const fill = (text: string, ids: { session: string; snapshot: string; approval: string }) =>
+      text.replaceAll('{S}', ids.session).replaceAll('{N}', ids.snapshot).replaceAll('{P}', ids.approval);
+    const fillBody = (body: unknown, ids: { session: string; snapshot: string; approval: string }) =>
+      body === undefined ? undefined : JSON.parse(fill(JSON.stringify(body), ids));
     const foreign = { session: theirs, snapshot: theirSnapshot, approval: theirApproval };
     let held = 0;
     for (const [caller, method, template, body] of attempts) {
@@ -178,7 +193,8 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
       const control = await caller.request(method, fill(template, MISSING), fillBody(body, MISSING));
       assert.equal(answer.status, 404, `${label}: ${answer.status} ${answer.code} ${answer.message}`);
       assert.equal(answer.code, control.code, `${label}: another tenant's id and a missing id answer alike`);
-      const normalize = (text: string, ids: { session: string; snapshot: string; approval: string }) => text.replaceAll(ids.session, 'ID').replaceAll(ids.snapshot, 'ID').replaceAll(ids.approval, 'ID');
+      const normalize = (text: string, ids: { session: string; snapshot: string; approval: string }) =>
+        text.replaceAll(ids.session, 'ID').replaceAll(ids.snapshot, 'ID').replaceAll(ids.approval, 'ID');
       assert.equal(normalize(answer.message, foreign), normalize(control.message, MISSING), `${label}: same message`);
       assert.ok(!JSON.stringify(answer.body).includes(secret.value), `${label}: the secret leaked`);
       held += 1;
@@ -201,7 +217,10 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
     const contract = await globex.request('GET', `/v1/sessions/${theirs}/contract`);
     assert.equal(contract.body['version'], 1, 'no new contract version');
     const branches = (await admin.request('GET', '/v1/sessions')).body['sessions'] as { lineage: unknown }[];
-    assert.ok(branches.every((branch) => branch.lineage === null), 'no fork was made');
+    assert.ok(
+      branches.every((branch) => branch.lineage === null),
+      'no fork was made',
+    );
   });
 
   it("lists show only the caller's tenant; the admin token sees both", async () => {
@@ -228,7 +247,8 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
   it('every role meets the documented matrix', async () => {
     /** permission → a request that needs it and nothing more. */
     const probes: Record<string, [string, string, unknown?]> = {
-      'session.read': ['GET', `/v1/sessions/${mine}`],
+      'session.info': ['GET', `/v1/sessions/${mine}`],
+      'session.read': ['GET', `/v1/sessions/${mine}/audit?tail=1`],
       'session.manage': ['POST', `/v1/sessions/${mine}/keep-awake`, { keepAwake: true }],
       'tool.call': ['POST', `/v1/sessions/${mine}/tools/files.read`, { path: '/workspace/nothing.txt' }],
       'snapshot.read': ['GET', '/v1/snapshots'],
@@ -245,9 +265,19 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
     // The matrix of docs/security.md, written out again here so that a change to the code alone fails.
     const matrix: Record<string, string[]> = {
       admin: Object.keys(probes),
-      operator: ['session.read', 'session.manage', 'tool.call', 'snapshot.read', 'snapshot.manage', 'approval.await', 'image.read', 'identity.read'],
-      approver: ['session.read', 'snapshot.read', 'approval.read', 'approval.await', 'approval.decide', 'image.read', 'identity.read'],
-      agent: ['tool.call', 'approval.await', 'identity.read'],
+      operator: [
+        'session.info',
+        'session.read',
+        'session.manage',
+        'tool.call',
+        'snapshot.read',
+        'snapshot.manage',
+        'approval.await',
+        'image.read',
+        'identity.read',
+      ],
+      approver: ['session.info', 'session.read', 'snapshot.read', 'approval.read', 'approval.await', 'approval.decide', 'image.read', 'identity.read'],
+      agent: ['session.info', 'tool.call', 'approval.await', 'identity.read'],
     };
     const callers: Record<string, HostileApi> = {
       admin: new TokenApi(installation, createToken('acme', 'admin').token),
@@ -268,7 +298,11 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
     const whoami = await api['acmeAgent']!.request('GET', '/v1/whoami');
     assert.deepEqual((whoami.body['identity'] as Record<string, unknown>)['role'], 'agent');
     assert.notEqual(installation.cli(['tokens', 'ls'], { env: { AIRLOCK_TOKEN: tokens['acmeOperator']!.token } }).code, 0, 'an operator cannot list tokens');
-    assert.notEqual(installation.cli(['tokens', 'create', '--tenant', 'acme', '--role', 'admin'], { env: { AIRLOCK_TOKEN: tokens['acmeOperator']!.token } }).code, 0, 'nor make itself an admin');
+    assert.notEqual(
+      installation.cli(['tokens', 'create', '--tenant', 'acme', '--role', 'admin'], { env: { AIRLOCK_TOKEN: tokens['acmeOperator']!.token } }).code,
+      0,
+      'nor make itself an admin',
+    );
   });
 
   it('the approver recorded is the token that decided, whatever the body says; an agent cannot approve its own call', async () => {
@@ -284,13 +318,17 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
     const outcome = await api['acmeAgent']!.request('GET', `/v1/approvals/${approvalId}?waitSeconds=60`);
     assert.equal(outcome.body['state'], 'executed', JSON.stringify(outcome.body));
     const audit = await api['acmeApprover']!.request('GET', `/v1/sessions/${mine}/audit`);
-    const granted = (audit.body['records'] as { type: string; data: Record<string, unknown> }[]).find((record) => record.type === 'approval.granted' && record.data['approvalId'] === approvalId);
+    const granted = (audit.body['records'] as { type: string; data: Record<string, unknown> }[]).find(
+      (record) => record.type === 'approval.granted' && record.data['approvalId'] === approvalId,
+    );
     assert.equal(granted?.data['decidedBy'], expected);
     assert.ok(!JSON.stringify(audit.body).includes('mallory'), 'the name in the body is recorded nowhere');
   });
 
   it("MCP calls carry the caller's token: its tenant's session works, another caller cannot take over the MCP session", async () => {
-    const transport = new StreamableHTTPClientTransport(new URL(`${installation.url}/v1/sessions/${mine}/mcp`), { requestInit: { headers: { authorization: `Bearer ${tokens['acmeAgent']!.token}` } } });
+    const transport = new StreamableHTTPClientTransport(new URL(`${installation.url}/v1/sessions/${mine}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${tokens['acmeAgent']!.token}` } },
+    });
     const client = new Client({ name: 'cross-tenant', version: '1.0.0' });
     await client.connect(transport);
     try {
@@ -300,7 +338,12 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
       assert.ok(mcpSessionId);
       const hijack = await fetch(`${installation.url}/v1/sessions/${mine}/mcp`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${tokens['globexOperator']!.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': mcpSessionId },
+        headers: {
+          authorization: `Bearer ${tokens['globexOperator']!.token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': mcpSessionId,
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }),
       });
       assert.equal(hijack.status, 404, await hijack.text());
@@ -315,7 +358,11 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
     const made = createToken('acme', 'operator');
     const caller = new TokenApi(installation, made.token);
     assert.equal((await caller.request('GET', `/v1/sessions/${mine}`)).status, 200);
-    const login = await fetch(`${installation.url}/v1/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: made.token }) });
+    const login = await fetch(`${installation.url}/v1/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: made.token }),
+    });
     assert.equal(login.status, 200);
     const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
     assert.equal((await fetch(`${installation.url}/v1/whoami`, { headers: { cookie } })).status, 200);
@@ -328,6 +375,13 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
     const listed = JSON.parse(installation.cli(['tokens', 'ls', '--json']).stdout) as { id: string; revoked: boolean; lastUsedAt: string | null }[];
     const row = listed.find((token) => token.id === made.id);
     assert.equal(row?.revoked, true);
-    await waitFor(() => (JSON.parse(installation.cli(['tokens', 'ls', '--json']).stdout) as { id: string; lastUsedAt: string | null }[]).some((token) => token.id === tokens['acmeOperator']!.id && token.lastUsedAt !== null) || undefined, 'the last use of a token to be recorded', 30_000);
+    await waitFor(
+      () =>
+        (JSON.parse(installation.cli(['tokens', 'ls', '--json']).stdout) as { id: string; lastUsedAt: string | null }[]).some(
+          (token) => token.id === tokens['acmeOperator']!.id && token.lastUsedAt !== null,
+        ) || undefined,
+      'the last use of a token to be recorded',
+      30_000,
+    );
   });
 });

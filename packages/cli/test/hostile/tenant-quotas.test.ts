@@ -37,7 +37,10 @@ describe('hostile: per-tenant quotas hold under concurrency', { timeout: 900_000
     assert.equal(result.code, 0, result.stderr);
     return JSON.parse(result.stdout) as { name: string; quotas: Record<string, number | null> };
   };
-  const sessionsOf = async (tenant: string) => ((await admin.request('GET', '/v1/sessions')).body['sessions'] as { id: string; tenant: string; state: string; lineage: unknown }[]).filter((session) => session.tenant === tenant && session.state !== 'terminated');
+  const sessionsOf = async (tenant: string) =>
+    ((await admin.request('GET', '/v1/sessions')).body['sessions'] as { id: string; tenant: string; state: string; lineage: unknown }[]).filter(
+      (session) => session.tenant === tenant && session.state !== 'terminated',
+    );
 
   before(async () => {
     installation = await TestInstallation.start();
@@ -49,21 +52,40 @@ describe('hostile: per-tenant quotas hold under concurrency', { timeout: 900_000
   });
 
   it('`tenants set` stores quotas, changes only the flags given, and refuses bad values', () => {
-    assert.deepEqual(setQuotas('settings', ['--max-sessions', '3', '--max-fork-depth', '2']).quotas, { maxSessions: 3, maxConcurrentCalls: null, maxForkBranches: null, maxForkDepth: 2 });
-    assert.deepEqual(setQuotas('settings', ['--max-concurrent-calls', '4', '--max-sessions', 'none']).quotas, { maxSessions: null, maxConcurrentCalls: 4, maxForkBranches: null, maxForkDepth: 2 });
+    assert.deepEqual(setQuotas('settings', ['--max-sessions', '3', '--max-fork-depth', '2']).quotas, {
+      maxSessions: 3,
+      maxConcurrentCalls: null,
+      maxForkBranches: null,
+      maxForkDepth: 2,
+    });
+    assert.deepEqual(setQuotas('settings', ['--max-concurrent-calls', '4', '--max-sessions', 'none']).quotas, {
+      maxSessions: null,
+      maxConcurrentCalls: 4,
+      maxForkBranches: null,
+      maxForkDepth: 2,
+    });
     assert.notEqual(installation.cli(['tenants', 'set', 'settings', '--max-sessions', '-1']).code, 0);
     assert.notEqual(installation.cli(['tenants', 'set', 'settings', '--max-sessions', 'lots']).code, 0);
     assert.notEqual(installation.cli(['tenants', 'set', '../x', '--max-sessions', '1']).code, 0);
     const listed = JSON.parse(installation.cli(['tenants', 'ls', '--json']).stdout) as { name: string; quotas: Record<string, number | null> }[];
-    assert.deepEqual(listed.find((tenant) => tenant.name === 'settings')?.quotas, { maxSessions: null, maxConcurrentCalls: 4, maxForkBranches: null, maxForkDepth: 2 });
-    const operator = installation.cli(['tenants', 'set', 'settings', '--max-sessions', '100'], { env: { AIRLOCK_TOKEN: JSON.parse(installation.cli(['tokens', 'create', '--tenant', 'settings', '--json']).stdout).token } });
+    assert.deepEqual(listed.find((tenant) => tenant.name === 'settings')?.quotas, {
+      maxSessions: null,
+      maxConcurrentCalls: 4,
+      maxForkBranches: null,
+      maxForkDepth: 2,
+    });
+    const operator = installation.cli(['tenants', 'set', 'settings', '--max-sessions', '100'], {
+      env: { AIRLOCK_TOKEN: JSON.parse(installation.cli(['tokens', 'create', '--tenant', 'settings', '--json']).stdout).token },
+    });
     assert.notEqual(operator.code, 0, 'only an admin changes quotas');
   });
 
   it('6 concurrent creates against maxSessions 2 make exactly 2 sessions; the other 4 get QUOTA_EXCEEDED; a terminate makes room', async () => {
     setQuotas('q-sessions', ['--max-sessions', '2']);
     const operator = operatorOf('q-sessions');
-    const answers = await Promise.all(Array.from({ length: 6 }, () => operator.request('POST', '/v1/sessions', { contract: { version: 1, idle: { keepAwake: true } } })));
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => operator.request('POST', '/v1/sessions', { contract: { version: 1, idle: { keepAwake: true } } })),
+    );
     const made = answers.filter((answer) => answer.status === 201);
     const refused = answers.filter((answer) => answer.code === 'QUOTA_EXCEEDED');
     assert.equal(made.length, 2, answers.map((answer) => `${answer.status} ${answer.code}`).join(', '));
@@ -118,7 +140,10 @@ describe('hostile: per-tenant quotas hold under concurrency', { timeout: 900_000
     for (const abort of aborts) abort.abort();
     assert.deepEqual(await Promise.all(blockers), ['AbortError', 'AbortError'], 'the blockers were still in flight');
     // The slots come back once the server saw the clients go.
-    await waitFor(async () => ((await operator.tool(session, 'files.write', { path: '/workspace/after', content: 'x' })).code === 'ok' ? true : undefined), 'a slot to come back');
+    await waitFor(
+      async () => ((await operator.tool(session, 'files.write', { path: '/workspace/after', content: 'x' })).code === 'ok' ? true : undefined),
+      'a slot to come back',
+    );
     const listing = await operator.run(session, 'ls /workspace');
     assert.ok(!/extra-|by-admin/.test(listing.stdout), `a refused call ran: ${listing.stdout}`);
   });

@@ -8,7 +8,9 @@ import type { Role } from '../core/tenancy.js';
 
 /** What a route does, at the grain roles are granted. */
 export type Permission =
-  /** read sessions, their contract, audit, desktop view, ports, events; tenant usage */
+  /** one session's record and desktop state (what an MCP server or SDK needs to act on a session it was given) */
+  | 'session.info'
+  /** list sessions; their contract, audit, desktop view, ports, events; tenant usage */
   | 'session.read'
   /** create, suspend, resume, pause, terminate, resize, keep-awake, network change, ports, takeover, guard reset */
   | 'session.manage'
@@ -38,6 +40,7 @@ export type Permission =
 /** The permissions of each role. Admin holds every permission, in every tenant. */
 export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
   admin: [
+    'session.info',
     'session.read',
     'session.manage',
     'tool.call',
@@ -52,9 +55,19 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
     'tenant.manage',
     'identity.read',
   ],
-  operator: ['session.read', 'session.manage', 'tool.call', 'snapshot.read', 'snapshot.manage', 'approval.await', 'image.read', 'identity.read'],
-  approver: ['session.read', 'snapshot.read', 'approval.read', 'approval.await', 'approval.decide', 'image.read', 'identity.read'],
-  agent: ['tool.call', 'approval.await', 'identity.read'],
+  operator: [
+    'session.info',
+    'session.read',
+    'session.manage',
+    'tool.call',
+    'snapshot.read',
+    'snapshot.manage',
+    'approval.await',
+    'image.read',
+    'identity.read',
+  ],
+  approver: ['session.info', 'session.read', 'snapshot.read', 'approval.read', 'approval.await', 'approval.decide', 'image.read', 'identity.read'],
+  agent: ['session.info', 'tool.call', 'approval.await', 'identity.read'],
 };
 
 /** `METHOD url-pattern` (Fastify's route url) → permission. HEAD is read as GET. */
@@ -62,7 +75,7 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /v1/whoami': 'identity.read',
   'GET /v1/sessions': 'session.read',
   'POST /v1/sessions': 'session.manage',
-  'GET /v1/sessions/:id': 'session.read',
+  'GET /v1/sessions/:id': 'session.info',
   'DELETE /v1/sessions/:id': 'session.manage',
   'GET /v1/sessions/:id/contract': 'session.read',
   'PATCH /v1/sessions/:id/contract': 'session.manage',
@@ -79,7 +92,7 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, Permission>> = {
   'POST /v1/sessions/:id/ports': 'session.manage',
   'DELETE /v1/sessions/:id/ports/:port': 'session.manage',
   'GET /v1/sessions/:id/terminal': 'session.manage',
-  'GET /v1/sessions/:id/desktop': 'session.read',
+  'GET /v1/sessions/:id/desktop': 'session.info',
   'GET /v1/sessions/:id/desktop/vnc': 'session.read',
   'GET /v1/sessions/:id/desktop/thumbnails/:name': 'session.read',
   'GET /v1/sessions/:id/desktop/takeovers/:takeoverId': 'session.read',

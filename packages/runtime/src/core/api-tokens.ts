@@ -37,7 +37,16 @@ export function secretHashOf(secret: string): string {
 
 /** A token as lists show it. */
 export function tokenView(token: ApiTokenRecord): ApiTokenView {
-  return { id: token.id, tenant: token.tenant, role: token.role, name: token.name, createdAt: token.createdAt, lastUsedAt: token.lastUsedAt, revoked: token.revokedAt !== null, revokedAt: token.revokedAt };
+  return {
+    id: token.id,
+    tenant: token.tenant,
+    role: token.role,
+    name: token.name,
+    createdAt: token.createdAt,
+    lastUsedAt: token.lastUsedAt,
+    revoked: token.revokedAt !== null,
+    revokedAt: token.revokedAt,
+  };
 }
 
 /** The tokens of an installation (besides its first, admin token, which lives in the data dir). */
@@ -53,7 +62,11 @@ export class ApiTokens {
   /** Makes a token; the secret is returned once and never stored. */
   async create(input: { tenant: string; role?: Role; name?: string }, createdBy: string): Promise<{ token: ApiTokenView; secret: string }> {
     if (!TENANT_NAME_PATTERN.test(input.tenant)) {
-      throw new AirlockError('INVALID_ARGUMENTS', `tenant ${JSON.stringify(input.tenant)} is not a tenant name: use 1-128 letters, digits or . _ : @ - (as in a contract's identity.tenant)`, { details: { field: 'tenant' } });
+      throw new AirlockError(
+        'INVALID_ARGUMENTS',
+        `tenant ${JSON.stringify(input.tenant)} is not a tenant name: use 1-128 letters, digits or . _ : @ - (as in a contract's identity.tenant)`,
+        { details: { field: 'tenant' } },
+      );
     }
     const role = input.role ?? 'operator';
     if (!ROLES.includes(role)) {
@@ -73,7 +86,11 @@ export class ApiTokens {
     };
     await this.store.transaction(async (tx) => {
       await tx.insertToken(record);
-      await this.audit.append(tx, { sessionId: '', type: 'token.created', data: { tokenId: id, tenant: record.tenant, role, name: record.name, by: createdBy } });
+      await this.audit.append(tx, {
+        sessionId: '',
+        type: 'token.created',
+        data: { tokenId: id, tenant: record.tenant, role, name: record.name, by: createdBy },
+      });
     });
     return { token: tokenView(record), secret };
   }
@@ -88,7 +105,8 @@ export class ApiTokens {
     return this.store.transaction(async (tx) => {
       const token = await tx.getToken(id);
       if (!token) throw new AirlockError('TOKEN_NOT_FOUND', `no token ${id}; list them with \`airlock tokens ls\``, { details: { tokenId: id } });
-      if (token.revokedAt !== null) throw new AirlockError('INVALID_STATE', `token ${id} was revoked at ${token.revokedAt} already`, { details: { tokenId: id } });
+      if (token.revokedAt !== null)
+        throw new AirlockError('INVALID_STATE', `token ${id} was revoked at ${token.revokedAt} already`, { details: { tokenId: id } });
       const revoked = { ...token, revokedAt: this.clock.now().toISOString() };
       await tx.updateToken(revoked);
       await this.audit.append(tx, { sessionId: '', type: 'token.revoked', data: { tokenId: id, tenant: token.tenant, role: token.role, by: revokedBy } });

@@ -36,7 +36,12 @@ export class TenantAdmission {
       const live = (await this.store.listSessions({ tenant })).filter((session) => session.state !== 'terminated').length;
       const reserved = this.reservedSessions.get(tenant) ?? 0;
       if (live + reserved + count > maxSessions) {
-        throw quotaExceeded(tenant, 'maxSessions', maxSessions, `tenant ${tenant} may have ${maxSessions} sessions that are not terminated; it has ${live + reserved}${count > 1 ? ` and asked for ${count} more` : ''}. Terminate some (\`airlock sessions rm ID\`) or ask an admin to raise it (\`airlock tenants set ${tenant} --max-sessions N\`)`);
+        throw quotaExceeded(
+          tenant,
+          'maxSessions',
+          maxSessions,
+          `tenant ${tenant} may have ${maxSessions} sessions that are not terminated; it has ${live + reserved}${count > 1 ? ` and asked for ${count} more` : ''}. Terminate some (\`airlock sessions rm ID\`) or ask an admin to raise it (\`airlock tenants set ${tenant} --max-sessions N\`)`,
+        );
       }
       this.reservedSessions.set(tenant, reserved + count);
       return once(() => this.reservedSessions.set(tenant, (this.reservedSessions.get(tenant) ?? count) - count));
@@ -48,7 +53,12 @@ export class TenantAdmission {
     const { maxConcurrentCalls } = await this.quotasOf(tenant);
     const inFlight = this.callsInFlight.get(tenant) ?? 0;
     if (maxConcurrentCalls !== null && inFlight >= maxConcurrentCalls) {
-      throw quotaExceeded(tenant, 'maxConcurrentCalls', maxConcurrentCalls, `tenant ${tenant} may have ${maxConcurrentCalls} tool calls in flight at once and has ${inFlight}; retry when one ends, or ask an admin to raise it (\`airlock tenants set ${tenant} --max-concurrent-calls N\`)`);
+      throw quotaExceeded(
+        tenant,
+        'maxConcurrentCalls',
+        maxConcurrentCalls,
+        `tenant ${tenant} may have ${maxConcurrentCalls} tool calls in flight at once and has ${inFlight}; retry when one ends, or ask an admin to raise it (\`airlock tenants set ${tenant} --max-concurrent-calls N\`)`,
+      );
     }
     this.callsInFlight.set(tenant, inFlight + 1);
     return once(() => {
@@ -62,12 +72,22 @@ export class TenantAdmission {
   async checkFork(session: SessionRecord, count: number): Promise<void> {
     const { maxForkBranches, maxForkDepth } = await this.quotasOf(session.tenant);
     if (maxForkBranches !== null && count > maxForkBranches) {
-      throw quotaExceeded(session.tenant, 'maxForkBranches', maxForkBranches, `tenant ${session.tenant} may fork into at most ${maxForkBranches} branches at once (asked ${count}); fork fewer, or ask an admin (\`airlock tenants set ${session.tenant} --max-fork-branches N\`)`);
+      throw quotaExceeded(
+        session.tenant,
+        'maxForkBranches',
+        maxForkBranches,
+        `tenant ${session.tenant} may fork into at most ${maxForkBranches} branches at once (asked ${count}); fork fewer, or ask an admin (\`airlock tenants set ${session.tenant} --max-fork-branches N\`)`,
+      );
     }
     if (maxForkDepth !== null) {
       const depth = (await this.depthOf(session)) + 1;
       if (depth > maxForkDepth) {
-        throw quotaExceeded(session.tenant, 'maxForkDepth', maxForkDepth, `a fork of session ${session.id} would be ${depth} forks deep, and tenant ${session.tenant} allows ${maxForkDepth}; fork an earlier generation, or ask an admin (\`airlock tenants set ${session.tenant} --max-fork-depth N\`)`);
+        throw quotaExceeded(
+          session.tenant,
+          'maxForkDepth',
+          maxForkDepth,
+          `a fork of session ${session.id} would be ${depth} forks deep, and tenant ${session.tenant} allows ${maxForkDepth}; fork an earlier generation, or ask an admin (\`airlock tenants set ${session.tenant} --max-fork-depth N\`)`,
+        );
       }
     }
   }

@@ -42,7 +42,9 @@ export class TenantSettings {
     checkName(name);
     for (const [key, value] of Object.entries(changes)) {
       if (value !== null && (!Number.isSafeInteger(value) || value < 0)) {
-        throw new AirlockError('INVALID_ARGUMENTS', `${key} must be a whole number from 0, or null for no limit (got ${JSON.stringify(value)})`, { details: { field: key } });
+        throw new AirlockError('INVALID_ARGUMENTS', `${key} must be a whole number from 0, or null for no limit (got ${JSON.stringify(value)})`, {
+          details: { field: key },
+        });
       }
     }
     return this.store.transaction(async (tx) => {
@@ -57,6 +59,10 @@ export class TenantSettings {
 
 function checkName(name: string): void {
   if (!TENANT_NAME_PATTERN.test(name)) {
-    throw new AirlockError('INVALID_ARGUMENTS', `${JSON.stringify(name)} is not a tenant name: use 1-128 letters, digits or . _ : @ - (as in a contract's identity.tenant)`, { details: { field: 'tenant' } });
+    throw new AirlockError(
+      'INVALID_ARGUMENTS',
+      `${JSON.stringify(name)} is not a tenant name: use 1-128 letters, digits or . _ : @ - (as in a contract's identity.tenant)`,
+      { details: { field: 'tenant' } },
+    );
   }
 }

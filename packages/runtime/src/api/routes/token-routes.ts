@@ -13,7 +13,12 @@ import { ROLES, TENANT_NAME_PATTERN, type Role } from '../../core/tenancy.js';
 const createBody = z.strictObject({
   tenant: z.string().regex(TENANT_NAME_PATTERN, 'expected a tenant name: 1-128 letters, digits or . _ : @ - (as in a contract identity.tenant)'),
   role: z.enum(ROLES as [Role, ...Role[]]).optional(),
-  name: z.string().min(1).max(200).regex(/^\P{Cc}+$/u, 'expected no control characters').optional(),
+  name: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^\P{Cc}+$/u, 'expected no control characters')
+    .optional(),
 });
 
 /** Registers /v1/tokens. */
@@ -24,7 +29,10 @@ export function registerTokenRoutes(app: FastifyInstance, services: AirlockServi
       { tenant: body.tenant, ...(body.role === undefined ? {} : { role: body.role }), ...(body.name === undefined ? {} : { name: body.name }) },
       approverName(identityOf(request)),
     );
-    return reply.status(201).header('cache-control', 'no-store').send({ id: token.id, token: secret, tenant: token.tenant, role: token.role, name: token.name, createdAt: token.createdAt });
+    return reply
+      .status(201)
+      .header('cache-control', 'no-store')
+      .send({ id: token.id, token: secret, tenant: token.tenant, role: token.role, name: token.name, createdAt: token.createdAt });
   });
 
   app.get('/v1/tokens', async () => ({ tokens: await services.tokens.list() }));

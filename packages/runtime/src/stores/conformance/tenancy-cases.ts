@@ -14,7 +14,17 @@ import { uniqueId, type StoreConformanceContext } from './store-conformance-cont
 /** A token record as the token service stores it. */
 export function sampleToken(overrides: Partial<ApiTokenRecord> = {}): ApiTokenRecord {
   const id = overrides.id ?? uniqueId('tok');
-  return { id, tenant: 'acme', role: 'operator', name: id, secretHash: `hash-of-${id}`, createdAt: new Date().toISOString(), lastUsedAt: null, revokedAt: null, ...overrides };
+  return {
+    id,
+    tenant: 'acme',
+    role: 'operator',
+    name: id,
+    secretHash: `hash-of-${id}`,
+    createdAt: new Date().toISOString(),
+    lastUsedAt: null,
+    revokedAt: null,
+    ...overrides,
+  };
 }
 
 /** Registers the tenancy cases. */
@@ -89,8 +99,16 @@ export function tenancyCases(getContext: () => StoreConformanceContext): void {
 
     it('stores tenant settings, replaces them whole, lists by name', async () => {
       await withStore(async (store) => {
-        const beta: TenantRecord = { name: 'beta', quotas: { maxSessions: 2, maxConcurrentCalls: null, maxForkBranches: 4, maxForkDepth: 1 }, updatedAt: '2026-01-01T00:00:00.000Z' };
-        const alpha: TenantRecord = { name: 'alpha', quotas: { maxSessions: null, maxConcurrentCalls: 3, maxForkBranches: null, maxForkDepth: null }, updatedAt: '2026-01-01T00:00:00.000Z' };
+        const beta: TenantRecord = {
+          name: 'beta',
+          quotas: { maxSessions: 2, maxConcurrentCalls: null, maxForkBranches: 4, maxForkDepth: 1 },
+          updatedAt: '2026-01-01T00:00:00.000Z',
+        };
+        const alpha: TenantRecord = {
+          name: 'alpha',
+          quotas: { maxSessions: null, maxConcurrentCalls: 3, maxForkBranches: null, maxForkDepth: null },
+          updatedAt: '2026-01-01T00:00:00.000Z',
+        };
         await store.transaction(async (tx) => {
           await tx.putTenant(beta);
           await tx.putTenant(alpha);

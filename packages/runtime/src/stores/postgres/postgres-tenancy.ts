@@ -62,6 +62,9 @@ export class PostgresTenancyReads {
   }
 
   async putTenant(tenant: TenantRecord): Promise<void> {
-    await this.db.query('INSERT INTO tenants (name, record) VALUES ($1, $2::json) ON CONFLICT (name) DO UPDATE SET record = excluded.record', [tenant.name, JSON.stringify(tenant)]);
+    await this.db.query('INSERT INTO tenants (name, record) VALUES ($1, $2::json) ON CONFLICT (name) DO UPDATE SET record = excluded.record', [
+      tenant.name,
+      JSON.stringify(tenant),
+    ]);
   }
 }

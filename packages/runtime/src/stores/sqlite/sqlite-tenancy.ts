@@ -54,7 +54,14 @@ export class SqliteTenancyWrites {
   constructor(private readonly run: (sql: string, ...params: unknown[]) => Database.RunResult) {}
 
   async insertToken(token: ApiTokenRecord): Promise<void> {
-    this.run('INSERT INTO api_tokens (id, secret_hash, tenant, created_at, record) VALUES (?, ?, ?, ?, ?)', token.id, token.secretHash, token.tenant, token.createdAt, JSON.stringify(token));
+    this.run(
+      'INSERT INTO api_tokens (id, secret_hash, tenant, created_at, record) VALUES (?, ?, ?, ?, ?)',
+      token.id,
+      token.secretHash,
+      token.tenant,
+      token.createdAt,
+      JSON.stringify(token),
+    );
   }
 
   async updateToken(token: ApiTokenRecord): Promise<boolean> {
