@@ -244,6 +244,31 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
     assert.equal(((await admin.request('GET', '/v1/sessions')).body['sessions'] as unknown[]).length, count);
   });
 
+  it('a contract cannot name a secret given to another tenant: it is refused exactly as a missing one', async () => {
+    const value = needle('globex-credential').value;
+    const stored = installation.cli(['secrets', 'set', 'GLOBEX_TOKEN', '--tenant', 'globex', '--json'], { input: value });
+    assert.equal(stored.code, 0, stored.stderr);
+    assert.deepEqual((JSON.parse(stored.stdout) as { tenants: string[] | null }).tenants, ['globex']);
+    const contractNaming = (secretName: string) => ({
+      version: 1,
+      network: { allowedDomains: ['api.example.com'] },
+      credentials: [{ secret: secretName, hosts: ['api.example.com'], header: 'Authorization', format: 'Bearer {secret}' }],
+    });
+    const count = ((await admin.request('GET', '/v1/sessions')).body['sessions'] as unknown[]).length;
+    const foreign = await api['acmeOperator']!.request('POST', '/v1/sessions', { contract: contractNaming('GLOBEX_TOKEN') });
+    const missing = await api['acmeOperator']!.request('POST', '/v1/sessions', { contract: contractNaming('NO_SUCH_TOKEN') });
+    assert.equal(foreign.status, 400, `${foreign.code} ${foreign.message}`);
+    assert.equal(foreign.code, 'INVALID_CONTRACT');
+    assert.equal(foreign.code, missing.code);
+    assert.equal(foreign.message.replaceAll('GLOBEX_TOKEN', 'X'), missing.message.replaceAll('NO_SUCH_TOKEN', 'X'));
+    assert.equal(((await admin.request('GET', '/v1/sessions')).body['sessions'] as unknown[]).length, count, 'nothing was made');
+    // Control: globex's own session may name it.
+    const own = await api['globexOperator']!.request('POST', '/v1/sessions', { contract: contractNaming('GLOBEX_TOKEN') });
+    assert.equal(own.status, 201, `globex's contract naming its own secret: ${own.code} ${own.message}`);
+    await api['globexOperator']!.terminate(String(own.body['id']));
+    assert.equal((await api['acmeOperator']!.request('GET', '/v1/secrets')).code, 'ROLE_FORBIDDEN', 'only an admin lists secrets');
+  });
+
   it('every role meets the documented matrix', async () => {
     /** permission → a request that needs it and nothing more. */
     const probes: Record<string, [string, string, unknown?]> = {

@@ -39,8 +39,11 @@ export interface AirlockServices {
   /** the audit chains: verification and export */
   audit: AuditLog;
   images: ImageCatalog;
-  /** Validates a contract (object or JSON/YAML text); throws INVALID_CONTRACT listing every error. */
-  parseContract(input: unknown): SessionContract;
+  /**
+   * Validates a contract (object or JSON/YAML text); throws INVALID_CONTRACT listing every error.
+   * With `tenant`, a contract that names no tenant gets that one (before its secrets are checked).
+   */
+  parseContract(input: unknown, options?: { tenant?: string }): SessionContract;
   /** secrets the egress gateway injects (absent: the server has none) */
   secrets?: SecretStore;
   /** changes to running sessions' contracts (the network section) */

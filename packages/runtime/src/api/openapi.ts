@@ -200,7 +200,15 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/secrets/{name}': {
         parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' } }],
         put: op('store a secret (encrypted at rest); the value is never returned', {
-          requestBody: json({ type: 'object', additionalProperties: false, required: ['value'], properties: { value: { type: 'string', minLength: 1 } } }),
+          requestBody: json({
+            type: 'object',
+            additionalProperties: false,
+            required: ['value'],
+            properties: {
+              value: { type: 'string', minLength: 1 },
+              tenants: { type: ['array', 'null'], items: { type: 'string' }, description: 'the tenants whose sessions may use it; null or absent on a new secret: every tenant; absent on a replaced one: unchanged' },
+            },
+          }),
         }),
         delete: op('delete a secret; sessions bound to it get a clear error on their next request'),
       },

@@ -14,6 +14,9 @@ export const ROLES: readonly Role[] = ['admin', 'operator', 'approver', 'agent']
 /** Tenant names: the vocabulary of a contract's `identity.tenant`. */
 export const TENANT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
 
+/** The tenant of a contract that names none. */
+export const DEFAULT_TENANT = 'default';
+
 /** The tenant of a token that reaches every tenant (the installation's admin token). */
 export const EVERY_TENANT = '*';
 

@@ -742,6 +742,8 @@ export interface paths {
             requestBody?: {
                 content: {
                     "application/json": {
+                        /** @description the tenants whose sessions may use it; null or absent on a new secret: every tenant; absent on a replaced one: unchanged */
+                        tenants?: string[] | null;
                         value: string;
                     };
                 };

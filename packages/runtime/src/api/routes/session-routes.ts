@@ -22,11 +22,14 @@ const createBody = z.strictObject({
 export function registerSessionRoutes(app: FastifyInstance, services: AirlockServices): void {
   app.post('/v1/sessions', async (request, reply) => {
     const body = parseBody(createBody, request.body ?? {});
-    let contract = body.contract === undefined ? services.defaultContract() : services.parseContract(body.contract);
+    const identity = identityOf(request);
+    // A token of one tenant makes sessions of that tenant: a contract naming none gets the token's.
+    const own = identity.tenant === EVERY_TENANT ? {} : { tenant: identity.tenant };
+    let contract = services.parseContract(body.contract ?? services.defaultContract(), own);
     if (body.idleTimeoutSeconds !== undefined) {
-      contract = services.parseContract({ ...contract, idle: { ...(contract.idle ?? {}), suspendAfterSeconds: body.idleTimeoutSeconds } });
+      contract = services.parseContract({ ...contract, idle: { ...(contract.idle ?? {}), suspendAfterSeconds: body.idleTimeoutSeconds } }, own);
     }
-    contract = ownTenantContract(services, identityOf(request), contract);
+    requireOwnTenant(identity, contract);
     const release = await services.admission.reserveSessions(contract.identity.tenant, 1);
     try {
       const session = await services.sessions.create({
@@ -99,20 +102,10 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
   });
 }
 
-/**
- * A token of one tenant makes sessions of that tenant only: a contract that
- * names no tenant (the schema's `default`) gets the token's, one that names
- * another is refused.
- */
-function ownTenantContract(services: AirlockServices, identity: Identity, contract: SessionContract): SessionContract {
-  if (identity.tenant === EVERY_TENANT || contract.identity.tenant === identity.tenant) return contract;
-  if (contract.identity.tenant !== DEFAULT_TENANT) {
-    throw new AirlockError('ROLE_FORBIDDEN', `the contract names tenant ${contract.identity.tenant}, but your token belongs to tenant ${identity.tenant}; leave identity.tenant out or set it to ${identity.tenant}`, {
-      details: { field: 'contract.identity.tenant', tenant: identity.tenant },
-    });
-  }
-  return services.parseContract({ ...contract, identity: { ...contract.identity, tenant: identity.tenant } });
+/** Refuses a contract that names a tenant other than the token's (the admin role makes sessions of any tenant). */
+function requireOwnTenant(identity: Identity, contract: SessionContract): void {
+  if (identity.tenant === EVERY_TENANT || contract.identity.tenant === identity.tenant) return;
+  throw new AirlockError('ROLE_FORBIDDEN', `the contract names tenant ${contract.identity.tenant}, but your token belongs to tenant ${identity.tenant}; leave identity.tenant out or set it to ${identity.tenant}`, {
+    details: { field: 'contract.identity.tenant', tenant: identity.tenant },
+  });
 }
-
-/** The tenant of a contract that names none. */
-const DEFAULT_TENANT = 'default';
