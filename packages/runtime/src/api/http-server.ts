@@ -150,7 +150,8 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
         await admit(identity, request, scope);
         await takeCallSlot(request, reply, services, scope);
       } catch (error) {
-        const refused = error instanceof AirlockError ? error : new AirlockError('UNAUTHORIZED', 'could not authenticate this request');
+        // Tokens live in the store: a store that does not answer is the server's fault, not the caller's (and says nothing of the token).
+        const refused = error instanceof AirlockError ? error : new AirlockError('INTERNAL', 'could not check the caller\'s token: the store did not answer; retry shortly', { cause: error });
         return reply.status(refused.status).header('connection', 'close').send(errorBody(refused));
       }
     }
