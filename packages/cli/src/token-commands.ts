@@ -31,7 +31,8 @@ function shown(value: number | null): string {
 
 function describeTenant(tenant: TenantInfo): string {
   const q = tenant.quotas;
-  return `${tenant.name}: sessions ${shown(q.maxSessions)}, concurrent calls ${shown(q.maxConcurrentCalls)}, fork branches ${shown(q.maxForkBranches)}, fork depth ${shown(q.maxForkDepth)}`;
+  const images = tenant.images === null ? 'every image' : `images ${tenant.images.join(', ') || '(none)'}`;
+  return `${tenant.name}: sessions ${shown(q.maxSessions)}, concurrent calls ${shown(q.maxConcurrentCalls)}, fork branches ${shown(q.maxForkBranches)}, fork depth ${shown(q.maxForkDepth)}, ${images}`;
 }
 
 /** Registers `tokens` and `tenants`. */
@@ -77,7 +78,7 @@ export function registerTokenCommands(program: Command): void {
       process.stdout.write(`${revoked.id} revoked\n`);
     });
 
-  const tenants = program.command('tenants').description("tenants' quotas (admin only); a tenant nobody configured has no limits");
+  const tenants = program.command('tenants').description("tenants' quotas and images (admin only); a tenant nobody configured has no limits and every image");
   tenants
     .command('set <name>')
     .description("set some of a tenant's quotas (`none` removes one); the others stay")
@@ -85,10 +86,22 @@ export function registerTokenCommands(program: Command): void {
     .option('--max-concurrent-calls <n>', 'tool calls in flight at once (per server)', limit)
     .option('--max-fork-branches <n>', 'branches of one fork', limit)
     .option('--max-fork-depth <n>', 'generations of forks below a session made without one', limit)
+    .option('--images <names>', 'the images its sessions may use, comma separated, or `all`')
     .option('--json', 'print JSON')
     .action(
-      async (name: string, options: { maxSessions?: number; maxConcurrentCalls?: number; maxForkBranches?: number; maxForkDepth?: number; json?: boolean }) => {
-        const quotas: Partial<TenantQuotas> = {};
+      async (
+        name: string,
+        options: { maxSessions?: number; maxConcurrentCalls?: number; maxForkBranches?: number; maxForkDepth?: number; images?: string; json?: boolean },
+      ) => {
+        const quotas: Partial<TenantQuotas> & { images?: string[] | null } = {};
+        if (options.images !== undefined)
+          quotas.images =
+            options.images === 'all'
+              ? null
+              : options.images
+                  .split(',')
+                  .map((image) => image.trim())
+                  .filter(Boolean);
         if (options.maxSessions !== undefined) quotas.maxSessions = quota(options.maxSessions);
         if (options.maxConcurrentCalls !== undefined) quotas.maxConcurrentCalls = quota(options.maxConcurrentCalls);
         if (options.maxForkBranches !== undefined) quotas.maxForkBranches = quota(options.maxForkBranches);

@@ -38,6 +38,8 @@ export interface TenantQuotas {
 export interface TenantInfo {
   name: string;
   quotas: TenantQuotas;
+  /** the images its sessions may use; null: every image */
+  images: string[] | null;
   updatedAt: string | null;
 }
 
@@ -65,9 +67,9 @@ export class Tokens {
 export class Tenants {
   constructor(private readonly connection: Connection) {}
 
-  /** Changes some of a tenant's quotas (null removes a limit); the others stay. */
-  async set(name: string, quotas: Partial<TenantQuotas>): Promise<TenantInfo> {
-    return (await this.connection.json<TenantInfo>('PUT', `/v1/tenants/${encodeURIComponent(name)}`, quotas)).body;
+  /** Changes some of a tenant's quotas (null removes a limit) or the images given to it (null: every image); the others stay. */
+  async set(name: string, changes: Partial<TenantQuotas> & { images?: string[] | null }): Promise<TenantInfo> {
+    return (await this.connection.json<TenantInfo>('PUT', `/v1/tenants/${encodeURIComponent(name)}`, changes)).body;
   }
 
   /** One tenant's settings (a tenant nobody configured has no limits). */

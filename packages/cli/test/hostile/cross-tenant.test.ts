@@ -269,6 +269,35 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
     assert.equal((await api['acmeOperator']!.request('GET', '/v1/secrets')).code, 'ROLE_FORBIDDEN', 'only an admin lists secrets');
   });
 
+  it('a tenant sees and uses only the images given to it; another answers as a missing image', async (t) => {
+    const all = ((await admin.request('GET', '/v1/images')).body['images'] as { name: string }[]).map((image) => image.name);
+    const hiddenName = all.find((name) => name !== 'debian-bookworm');
+    if (hiddenName === undefined) {
+      t.skip('this machine has one image only (build the desktop image to run this case)');
+      return;
+    }
+    const given = installation.cli(['tenants', 'set', 'acme', '--images', 'debian-bookworm', '--json']);
+    assert.equal(given.code, 0, given.stderr);
+    try {
+      const operator = api['acmeOperator']!;
+      const listed = ((await operator.request('GET', '/v1/images')).body['images'] as { name: string }[]).map((image) => image.name);
+      assert.deepEqual(listed, ['debian-bookworm']);
+      const hidden = await operator.request('GET', `/v1/images/${hiddenName}`);
+      const missing = await operator.request('GET', '/v1/images/no-such-image');
+      const words = (message: string, name: string) => message.replaceAll(name, 'X').replace(/Build the \w+ image with `airlock images build( --desktop)?`/, 'B');
+      assert.equal(hidden.status, 404);
+      assert.equal(hidden.code, missing.code);
+      assert.equal(words(hidden.message, hiddenName), words(missing.message, 'no-such-image'));
+      const count = ((await admin.request('GET', '/v1/sessions')).body['sessions'] as unknown[]).length;
+      const refused = await operator.request('POST', '/v1/sessions', { image: hiddenName });
+      assert.equal(refused.code, 'IMAGE_NOT_FOUND', `${refused.status} ${refused.message}`);
+      assert.equal(((await admin.request('GET', '/v1/sessions')).body['sessions'] as unknown[]).length, count, 'nothing was made');
+      assert.equal((await api['globexOperator']!.request('GET', `/v1/images/${hiddenName}`)).status, 200, 'another tenant keeps every image');
+    } finally {
+      assert.equal(installation.cli(['tenants', 'set', 'acme', '--images', 'all']).code, 0);
+    }
+  });
+
   it('every role meets the documented matrix', async () => {
     /** permission → a request that needs it and nothing more. */
     const probes: Record<string, [string, string, unknown?]> = {

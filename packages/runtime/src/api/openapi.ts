@@ -188,11 +188,14 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/tenants/{tenant}': {
         parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }],
         get: op("a tenant's quotas (admin); a tenant nobody configured has none"),
-        put: op("change some of a tenant's quotas (admin); null removes a limit, absent keys stay", {
+        put: op("change some of a tenant's quotas or its images (admin); null removes a limit, absent keys stay", {
           requestBody: json({
             type: 'object',
             additionalProperties: false,
-            properties: Object.fromEntries(['maxSessions', 'maxConcurrentCalls', 'maxForkBranches', 'maxForkDepth'].map((key) => [key, { type: ['integer', 'null'], minimum: 0 }])),
+            properties: {
+              ...Object.fromEntries(['maxSessions', 'maxConcurrentCalls', 'maxForkBranches', 'maxForkDepth'].map((key) => [key, { type: ['integer', 'null'], minimum: 0 }])),
+              images: { type: ['array', 'null'], items: { type: 'string' }, description: 'the images its sessions may use; null: every image' },
+            },
           }),
         }),
       },

@@ -26,6 +26,15 @@ export function approvalNotFound(id: string): AirlockError {
   return new AirlockError('APPROVAL_NOT_FOUND', `approval ${id} does not exist; list them with \`airlock approvals ls\``, { details: { approvalId: id } });
 }
 
+/** The 404 of an image that does not exist (the words of the image catalog, whose test compares them). */
+export function imageNotFound(name: string): AirlockError {
+  const build =
+    name === 'debian-bookworm-desktop' ? 'Build the desktop image with `airlock images build --desktop`' : 'Build the Debian image with `airlock images build`';
+  return new AirlockError('IMAGE_NOT_FOUND', `Image "${name}" not found. ${build} or import one with \`airlock images import ${name} FILE\`.`, {
+    details: { name },
+  });
+}
+
 /** True when the identity reaches sessions of `tenant`. */
 export function reaches(identity: Pick<Identity, 'tenant'>, tenant: string): boolean {
   return identity.tenant === EVERY_TENANT || identity.tenant === tenant;

@@ -48,11 +48,19 @@ export interface TenantQuotas {
   maxForkDepth: number | null;
 }
 
-/** A tenant's settings as stored (a tenant without a record has no limits). */
+/** A tenant's settings as stored (a tenant without a record has no limits and every image). */
 export interface TenantRecord {
   name: string;
   quotas: TenantQuotas;
+  /** the images its sessions may use; null (or absent, in records before it existed): every image */
+  images?: string[] | null;
   updatedAt: string;
+}
+
+/** True when a tenant of these settings may use the image. */
+export function imageGiven(tenant: Pick<TenantRecord, 'images'> | undefined, image: string): boolean {
+  const images = tenant?.images;
+  return images === undefined || images === null || images.includes(image);
 }
 
 /** The quotas of a tenant nobody configured. */

@@ -2931,7 +2931,7 @@ export interface paths {
                 };
             };
         };
-        /** change some of a tenant's quotas (admin); null removes a limit, absent keys stay */
+        /** change some of a tenant's quotas or its images (admin); null removes a limit, absent keys stay */
         put: {
             parameters: {
                 query?: never;
@@ -2944,6 +2944,8 @@ export interface paths {
             requestBody?: {
                 content: {
                     "application/json": {
+                        /** @description the images its sessions may use; null: every image */
+                        images?: string[] | null;
                         maxConcurrentCalls?: number | null;
                         maxForkBranches?: number | null;
                         maxForkDepth?: number | null;

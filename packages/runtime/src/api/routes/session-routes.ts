@@ -5,7 +5,8 @@ import type { AirlockServices } from '../airlock-services.js';
 import { sessionView } from '../session-view.js';
 import { parseBody } from '../parse-body.js';
 import { identityOf, type Identity } from '../authentication.js';
-import { reaches } from '../tenant-scope.js';
+import { imageNotFound, reaches } from '../tenant-scope.js';
+import { DEFAULT_IMAGE } from '../../core/session-service.js';
 import { EVERY_TENANT } from '../../core/tenancy.js';
 import { AirlockError } from '../../core/errors.js';
 import type { SessionContract } from '../../core/session-contract.js';
@@ -30,6 +31,9 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
       contract = services.parseContract({ ...contract, idle: { ...(contract.idle ?? {}), suspendAfterSeconds: body.idleTimeoutSeconds } }, own);
     }
     requireOwnTenant(identity, contract);
+    // Only the images given to the session's tenant; another answers as a missing image.
+    const imageName = body.image ?? DEFAULT_IMAGE;
+    if (!(await services.tenants.imageGiven(contract.identity.tenant, imageName))) throw imageNotFound(imageName);
     const release = await services.admission.reserveSessions(contract.identity.tenant, 1);
     try {
       const session = await services.sessions.create({

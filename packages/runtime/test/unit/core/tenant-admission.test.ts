@@ -1,4 +1,4 @@
-/** Per-tenant quotas at the door, on a real SQLite store: exact under concurrency, per tenant, released once. */
+/** Per-tenant quotas at the door and tenant settings, on a real SQLite store: exact under concurrency, per tenant, released once. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,6 +8,10 @@ import { TenantAdmission } from '../../../src/core/tenant-admission.js';
 import { UNLIMITED, type TenantQuotas } from '../../../src/core/tenancy.js';
 import { isAirlockError } from '../../../src/core/errors.js';
 import { sampleSession } from '../../../src/stores/conformance/store-conformance-context.js';
+import { TenantSettings } from '../../../src/core/tenant-settings.js';
+import { AuditLog } from '../../../src/audit/audit-log.js';
+import { systemClock } from '../../../src/core/clock.js';
+import { randomBytes } from 'node:crypto';
 
 async function bench(quotas: Record<string, Partial<TenantQuotas>>) {
   const dir = mkdtempSync('/tmp/airlock-admission-');
@@ -89,6 +93,34 @@ describe('tenant admission', () => {
       assert.equal(quotaOf(await admission.checkFork(grandchild, 1).catch((error: unknown) => error)), 'maxForkDepth');
     } finally {
       await close();
+    }
+  });
+});
+
+describe('tenant settings', () => {
+  it('changes only what it is given, gives images, and audits each change on the system chain', async () => {
+    const dir = mkdtempSync('/tmp/airlock-tenants-');
+    const store = new SqliteStore(join(dir, 'a.db'));
+    try {
+      const settings = new TenantSettings(store, new AuditLog({ key: randomBytes(32), clock: systemClock }), systemClock);
+      assert.deepEqual(await settings.get('acme'), { name: 'acme', quotas: UNLIMITED, images: null, updatedAt: null });
+      assert.equal(await settings.imageGiven('acme', 'anything'), true, 'a tenant nobody configured may use every image');
+      await settings.set('acme', { maxSessions: 3 }, 'token:admin');
+      const changed = await settings.set('acme', { images: ['debian-bookworm', 'debian-bookworm'], maxForkDepth: 1 }, 'token:admin');
+      assert.deepEqual(changed.quotas, { ...UNLIMITED, maxSessions: 3, maxForkDepth: 1 });
+      assert.deepEqual(changed.images, ['debian-bookworm']);
+      assert.equal(await settings.imageGiven('acme', 'debian-bookworm'), true);
+      assert.equal(await settings.imageGiven('acme', 'debian-bookworm-desktop'), false);
+      assert.deepEqual((await settings.set('acme', { maxSessions: null }, 'token:admin')).images, ['debian-bookworm'], 'images stay when not given');
+      assert.equal((await settings.set('acme', { images: null }, 'token:admin')).images, null);
+      await assert.rejects(settings.set('acme', { maxSessions: -1 }, 'token:admin'), { code: 'INVALID_ARGUMENTS' });
+      await assert.rejects(settings.set('a/b', { maxSessions: 1 }, 'token:admin'), { code: 'INVALID_ARGUMENTS' });
+      const audited = (await store.listAudit('')).filter((record) => record.type === 'tenant.updated');
+      assert.equal(audited.length, 4);
+      assert.equal(audited[0]?.data['by'], 'token:admin');
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
