@@ -284,7 +284,8 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
       assert.deepEqual(listed, ['debian-bookworm']);
       const hidden = await operator.request('GET', `/v1/images/${hiddenName}`);
       const missing = await operator.request('GET', '/v1/images/no-such-image');
-      const words = (message: string, name: string) => message.replaceAll(name, 'X').replace(/Build the \w+ image with `airlock images build( --desktop)?`/, 'B');
+      const words = (message: string, name: string) =>
+        message.replaceAll(name, 'X').replace(/Build the \w+ image with `airlock images build( --desktop)?`/, 'B');
       assert.equal(hidden.status, 404);
       assert.equal(hidden.code, missing.code);
       assert.equal(words(hidden.message, hiddenName), words(missing.message, 'no-such-image'));
