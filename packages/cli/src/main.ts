@@ -10,6 +10,7 @@ import { registerMcpCommand } from './mcp-command.js';
 import { registerMachineCommands } from './machine-commands.js';
 import { registerSnapshotCommands } from './snapshot-commands.js';
 import { registerEgressCommands } from './egress-commands.js';
+import { registerTokenCommands } from './token-commands.js';
 import { EXIT_USAGE, reportError } from './output.js';
 
 const program = new Command('airlock')
@@ -27,6 +28,7 @@ registerEgressCommands(program);
 registerMcpCommand(program);
 registerMachineCommands(program);
 registerSnapshotCommands(program);
+registerTokenCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -126,7 +126,7 @@ async function serveTerminal(services: AirlockServices, socket: WebSocket, reque
   try {
     const size = await sized;
     if (closed) return;
-    terminal = await services.terminals.open(request.params.id, { by: approverName(identity, undefined), client, ...size });
+    terminal = await services.terminals.open(request.params.id, { by: approverName(identity), client, ...size });
   } catch (error) {
     const failure = toAirlockError(error);
     refuse(failure);
