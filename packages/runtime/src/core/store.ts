@@ -11,6 +11,7 @@ import type { AuditHead, AuditRecord } from '../audit/audit-record.js';
 import type { ApprovalRecord, ApprovalState } from './approval.js';
 import type { SnapshotRecord } from './snapshot.js';
 import type { NodeRecord, NodeState } from './cluster-node.js';
+import type { ApiTokenRecord, TenantRecord } from './tenancy.js';
 
 /** Filters for listing sessions. */
 export interface SessionQuery {
@@ -53,6 +54,14 @@ export interface StoreReader {
   /** Every node that ever joined (those that left included), by id. */
   listNodes(): Promise<NodeRecord[]>;
   getNode(id: string): Promise<NodeRecord | undefined>;
+  getToken(id: string): Promise<ApiTokenRecord | undefined>;
+  /** The token whose secret hashes to `secretHash` (revoked ones included: the caller decides). */
+  findTokenBySecretHash(secretHash: string): Promise<ApiTokenRecord | undefined>;
+  /** Every token, oldest first. */
+  listTokens(): Promise<ApiTokenRecord[]>;
+  getTenant(name: string): Promise<TenantRecord | undefined>;
+  /** Tenants with settings, by name. */
+  listTenants(): Promise<TenantRecord[]>;
 }
 
 /** One transaction: reads see its own writes; nothing is visible to others before it commits. */
@@ -83,6 +92,11 @@ export interface StoreTransaction extends StoreReader {
   touchNode(id: string, heartbeatAt: string): Promise<boolean>;
   /** Changes a node's state (drain, leave), leaving its heartbeat as it is; false when no such node. */
   setNodeState(id: string, state: NodeState): Promise<boolean>;
+  insertToken(token: ApiTokenRecord): Promise<void>;
+  /** Replaces a token's record (revocation, last use); false when there is no such token. */
+  updateToken(token: ApiTokenRecord): Promise<boolean>;
+  /** Creates or replaces a tenant's settings. */
+  putTenant(tenant: TenantRecord): Promise<void>;
   /** Runs `callback` once the transaction committed (never when it rolls back). */
   afterCommit(callback: () => void): void;
 }

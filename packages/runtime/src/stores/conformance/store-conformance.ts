@@ -9,6 +9,7 @@ import { concurrencyCases } from './concurrency-cases.js';
 import { recordCases } from './record-cases.js';
 import { transactionCases } from './transaction-cases.js';
 import { clusterCases } from './cluster-cases.js';
+import { tenancyCases } from './tenancy-cases.js';
 import type { StoreConformanceContext } from './store-conformance-context.js';
 
 /** What a store's test file provides to the suite. */
@@ -33,5 +34,6 @@ export function runStoreConformance(name: string, makeContext: () => Promise<Sto
     transactionCases(getContext);
     concurrencyCases(getContext);
     clusterCases(getContext);
+    tenancyCases(getContext);
   });
 }

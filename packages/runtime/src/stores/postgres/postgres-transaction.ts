@@ -17,6 +17,7 @@ import { AirlockError } from '../../core/errors.js';
 import type { CommitEffects } from '../store-changes.js';
 import { sessionFromRow, type SessionRow } from '../session-rows.js';
 import { PostgresReads, type Queryable } from './postgres-reads.js';
+import type { ApiTokenRecord, TenantRecord } from '../../core/tenancy.js';
 
 /** A transaction of the PostgreSQL store. */
 export class PostgresTransaction extends PostgresReads implements StoreTransaction {
@@ -143,6 +144,15 @@ export class PostgresTransaction extends PostgresReads implements StoreTransacti
   async setNodeState(id: string, state: NodeState): Promise<boolean> {
     const { rowCount } = await this.db.query('UPDATE nodes SET state = $1 WHERE id = $2', [state, id]);
     return rowCount === 1;
+  }
+  insertToken(token: ApiTokenRecord): Promise<void> {
+    return this.tenancy.insertToken(token);
+  }
+  updateToken(token: ApiTokenRecord): Promise<boolean> {
+    return this.tenancy.updateToken(token);
+  }
+  putTenant(tenant: TenantRecord): Promise<void> {
+    return this.tenancy.putTenant(tenant);
   }
 
   afterCommit(callback: () => void): void {

@@ -1,3 +1,5 @@
+import { POSTGRES_TENANCY_MIGRATION } from './postgres-tenancy.js';
+
 /**
  * Migrations of the PostgreSQL store, applied in order at start under an
  * advisory lock (two servers starting at once apply each exactly once);
@@ -53,7 +55,10 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
   );
-  `, // v2: nodes sharing the store (issue 14): each registers itself and renews a heartbeat.
+  `,
+  // v2: API tokens with tenants and roles, tenant settings (quotas).
+  POSTGRES_TENANCY_MIGRATION,
+  // v3: nodes sharing the store (issue 14): each registers itself and renews a heartbeat.
   `
   CREATE TABLE nodes (
     id TEXT PRIMARY KEY,

@@ -1,3 +1,5 @@
+import { TENANCY_MIGRATION } from './sqlite-tenancy.js';
+
 /** Migrations of the SQLite store, applied in order; the index + 1 is the schema version. */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -50,7 +52,10 @@ export const MIGRATIONS: readonly string[] = [
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
   );
-  `, // v3: nodes sharing the store (issue 14): each registers itself and renews a heartbeat.
+  `,
+  // v3: API tokens with tenants and roles, tenant settings (quotas).
+  TENANCY_MIGRATION,
+  // v4: nodes sharing the store (issue 14): each registers itself and renews a heartbeat.
   `
   CREATE TABLE nodes (
     id TEXT PRIMARY KEY,

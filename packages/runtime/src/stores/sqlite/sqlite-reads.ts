@@ -12,6 +12,8 @@ import { GENESIS_HASH } from '../../audit/hash-chain.js';
 import { sessionFromRow, type SessionRow } from '../session-rows.js';
 import { nodeFromRow, type NodeRow } from '../node-rows.js';
 import type { NodeRecord } from '../../core/cluster-node.js';
+import type { ApiTokenRecord, TenantRecord } from '../../core/tenancy.js';
+import { SqliteTenancyReads } from './sqlite-tenancy.js';
 
 interface AuditRow {
   session_id: string;
@@ -26,8 +28,25 @@ interface AuditRow {
 /** Reads over one connection, with statements prepared once. */
 export class SqliteReads implements StoreReader {
   private readonly statements = new Map<string, Database.Statement>();
+  private readonly tenancy = new SqliteTenancyReads((sql) => this.statement(sql));
 
   constructor(private readonly db: Database.Database) {}
+
+  getToken(id: string): Promise<ApiTokenRecord | undefined> {
+    return this.tenancy.getToken(id);
+  }
+  findTokenBySecretHash(secretHash: string): Promise<ApiTokenRecord | undefined> {
+    return this.tenancy.findTokenBySecretHash(secretHash);
+  }
+  listTokens(): Promise<ApiTokenRecord[]> {
+    return this.tenancy.listTokens();
+  }
+  getTenant(name: string): Promise<TenantRecord | undefined> {
+    return this.tenancy.getTenant(name);
+  }
+  listTenants(): Promise<TenantRecord[]> {
+    return this.tenancy.listTenants();
+  }
 
   /** A prepared statement, cached by its text. */
   statement(sql: string): Database.Statement {

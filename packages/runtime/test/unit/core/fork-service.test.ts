@@ -116,7 +116,7 @@ describe('ForkService', () => {
       const other = await small.sessions.create({ contract: small.contract() });
       const otherSnapshot = await small.snapshots.create(other.id);
       const third = await small.sessions.create({ contract: small.contract() });
-      await assert.rejects(small.forks.fork({ sessionId: third.id, snapshotId: otherSnapshot.id }, 1), { code: 'INVALID_ARGUMENTS', message: /belongs to session/ });
+      await assert.rejects(small.forks.fork({ sessionId: third.id, snapshotId: otherSnapshot.id }, 1), { code: 'SNAPSHOT_NOT_FOUND', message: /has no snapshot/ });
     } finally {
       await small.close();
     }
