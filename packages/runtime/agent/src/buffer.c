@@ -83,13 +83,17 @@ size_t frame_begin(struct buffer *buffer, uint8_t type, uint8_t flags, uint32_t 
   header[4] = type;
   header[5] = flags;
   put_u32(header + 8, stream);
-  size_t offset = buffer->length;
+  /* Relative to the unsent head: growing the buffer while the frame is built may move the unsent bytes to
+     the front (buffer_reserve), and an absolute offset would then name the wrong bytes, leaving this frame's
+     length 0 on the wire (seen under backpressure: a live desktop view streaming while a call answered). */
+  size_t offset = buffer_size(buffer);
   buffer_append(buffer, header, sizeof header);
   return offset;
 }
 
 void frame_finish(struct buffer *buffer, size_t offset) {
-  put_u32(buffer->data + offset, (uint32_t)(buffer->length - offset - 4));
+  size_t at = buffer->start + offset;
+  put_u32(buffer->data + at, (uint32_t)(buffer->length - at - 4));
 }
 
 static void field_header(struct buffer *buffer, uint16_t tag, uint32_t count) {
