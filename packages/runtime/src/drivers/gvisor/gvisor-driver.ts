@@ -43,7 +43,7 @@ import {
   validateEnv,
   validateSpec,
   type DirectorySpec,
-  type SandboxPaths,
+  type PreparedSandbox,
 } from './sandbox-files.js';
 import { superviseCommand, type SupervisedOutcome } from './supervised-command.js';
 import { NETSTACK_WRAPPER, SandboxNetworks } from './sandbox-network.js';
@@ -53,7 +53,7 @@ import type { Duplex } from 'node:stream';
 import { personalizeSandbox } from './sandbox-identity.js';
 import { boundProcDentryCache } from './proc-dentry-cache.js';
 import { recordRelayProtocol } from './relay-protocol.js';
-import { markCheckpointImage } from './sandbox-markers.js';
+import { markCheckpointImage, RULE_MOUNTS } from './sandbox-markers.js';
 import { SandboxRegistry } from './sandbox-registry.js';
 
 /** Options of the gVisor driver. */
@@ -169,6 +169,7 @@ export class GvisorDriver implements SandboxDriver {
         args: [TOOLBOX_PATH, 'sh', '-c', `printf '${START_MARKER_PRINTF}'\n${EXEC_FROM_PATH}`, 'airlock-once', ...argv],
         cwd: request.cwd,
         env: { ...spec.env, ...request.env },
+        ruleMounts: true,
       });
       const containerId = containerIdOf(spec.sandboxId);
       // root:memory: the per-call root layer is thrown away with the sandbox; only /workspace persists.
@@ -367,6 +368,8 @@ export class GvisorDriver implements SandboxDriver {
         env: spec.env,
         // init and the relays may fork even when commands used up their quota (see in-sandbox-scripts.ts).
         processLimit: spec.resources.maxProcesses + NPROC_RESERVE,
+        // A restore needs the mounts its image was taken with: an image from before the rule mounts gets none.
+        ruleMounts: imageDir === undefined || (await RULE_MOUNTS.isIn(imageDir)),
       });
       const command = imageDir
         ? ['restore', `--image-path=${imageDir}`, '--detach', `--bundle=${paths.bundleDir}`, containerId]
@@ -390,10 +393,22 @@ export class GvisorDriver implements SandboxDriver {
 
   /**
    * Flags of `run` and `restore`: the network (none, or gVisor's own stack in the sandbox's
-   * namespace, see sandbox-network.ts), the root layer's overlay, the platform.
+   * namespace, see sandbox-network.ts), the root layer's overlay, the seccomp profile, the platform.
+   * A sandbox with rule mounts has its files served by the gofer (`--directfs=false`): with directfs,
+   * runsc 20240729 truncates a file of a read-only bind mount on `open(O_TRUNC)` before it answers
+   * EROFS (measured: `: > file` emptied it); the gofer refuses the open on the host side, and keeps
+   * refusing writes even if the mount were made writable inside. Sandboxes without rules keep directfs.
    */
-  private launchFlags(paths: SandboxPaths, overlay: string, networked = false): string[] {
-    return [networked ? '--network=sandbox' : '--network=none', `--overlay2=${overlay}`, `--platform=${this.platform}`, `--panic-log=${paths.panicLogPath}`];
+  private launchFlags(paths: PreparedSandbox, overlay: string, networked = false): string[] {
+    return [
+      networked ? '--network=sandbox' : '--network=none',
+      `--overlay2=${overlay}`,
+      // the spec's profile (sandbox-seccomp.ts) keeps every process from changing the mounts
+      '--oci-seccomp',
+      ...(paths.hasRuleMounts ? ['--directfs=false'] : []),
+      `--platform=${this.platform}`,
+      `--panic-log=${paths.panicLogPath}`,
+    ];
   }
 
   /** Builds the sandbox's namespace when its spec asks for a network; its path for the OCI spec. */

@@ -5,7 +5,9 @@
  */
 import type { SandboxResources } from '../../core/sandbox-driver.js';
 import { cgroupPathOf, CPU_PERIOD_US, cpuQuotaUs, pidsBackstop } from './cgroups.js';
+import type { OciMount } from './filesystem-mount-sources.js';
 import { RUN_DIR, TOOLBOX_PATH } from './in-sandbox-scripts.js';
+import { sandboxSeccompProfile } from './sandbox-seccomp.js';
 
 /** Mount point of the session workspace inside every sandbox. */
 export const WORKSPACE_PATH = '/workspace';
@@ -32,6 +34,18 @@ export interface OciSpecInput {
   netnsPath?: string;
   /** host files bind-mounted read-only over existing sandbox files (resolv.conf, CA bundle) */
   files?: readonly { hostPath: string; sandboxPath: string }[];
+  /** the contract's filesystem rules as mounts (filesystem-mounts.ts); absent: none */
+  rules?: RuleMounts;
+}
+
+/** What the contract's filesystem rules change in a spec. */
+export interface RuleMounts {
+  rootReadonly: boolean;
+  workspaceReadonly: boolean;
+  /** /tmp as its own tmpfs, when the rules need one */
+  tmp?: OciMount;
+  /** outermost first, after /workspace and before the network's files */
+  mounts: readonly OciMount[];
 }
 
 /** The OCI runtime spec for one sandbox. */
@@ -54,17 +68,20 @@ export function buildOciSpec(input: OciSpecInput): Record<string, unknown> {
       ],
       noNewPrivileges: true,
     },
-    // Writable on purpose: with a read-only root runsc disables the rootfs overlay and writes fail with EROFS.
-    // The overlay (--overlay2=root:...) absorbs every write; the view underneath is a read-only mount anyway.
-    root: { path: input.rootPath, readonly: false },
+    // Writable unless the rules say otherwise: with a read-only root runsc disables the rootfs overlay and writes
+    // fail with EROFS, which is what `filesystem.allowWrite` without `/` asks for. Otherwise the overlay
+    // (--overlay2=root:...) absorbs every write; the view underneath is a read-only mount anyway.
+    root: { path: input.rootPath, readonly: input.rules?.rootReadonly ?? false },
     hostname: input.hostname,
     mounts: [
       { destination: '/proc', type: 'proc', source: 'proc' },
       { destination: '/dev', type: 'tmpfs', source: 'tmpfs' },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
-      { destination: WORKSPACE_PATH, type: 'bind', source: input.workspaceHostDir, options: ['rbind', 'rw'] },
+      { destination: WORKSPACE_PATH, type: 'bind', source: input.workspaceHostDir, options: ['rbind', input.rules?.workspaceReadonly ? 'ro' : 'rw'] },
       { destination: TOOLBOX_PATH, type: 'bind', source: input.toolboxHostPath, options: ['rbind', 'ro'] },
       { destination: RUN_DIR, type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=700'] },
+      ...(input.rules?.tmp ? [input.rules.tmp] : []),
+      ...(input.rules?.mounts ?? []),
       ...(input.files ?? []).map((file) => ({ destination: file.sandboxPath, type: 'bind', source: file.hostPath, options: ['rbind', 'ro'] })),
     ],
     linux: {
@@ -74,6 +91,8 @@ export function buildOciSpec(input: OciSpecInput): Record<string, unknown> {
         cpu: { quota: cpuQuotaUs(input.resources.cpus), period: CPU_PERIOD_US },
         pids: { limit: pidsBackstop(input.resources.maxProcesses) },
       },
+      // Applied with runsc --oci-seccomp to the first process and everything it starts: no process may change the mounts.
+      seccomp: sandboxSeccompProfile(),
       namespaces: [{ type: 'pid' }, { type: 'network', ...(input.netnsPath ? { path: input.netnsPath } : {}) }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }],
     },
   };

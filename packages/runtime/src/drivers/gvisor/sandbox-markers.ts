@@ -31,9 +31,12 @@ export const CURRENT_RELAY = new SandboxMarker('airlock-relay-v2');
 /** The sandbox's /proc is the procfs with a bounded dentry cache (proc-dentry-cache.ts). */
 export const BOUNDED_PROC = new SandboxMarker('airlock-bounded-proc');
 
+/** The sandbox's mounts carry the contract's filesystem rules (filesystem-mounts.ts); a restore must keep them. */
+export const RULE_MOUNTS = new SandboxMarker('airlock-rule-mounts-v1');
+
 /** Copies every marker of the sandbox whose state dir is `stateDir` into a checkpoint image in the making. */
 export async function markCheckpointImage(stateDir: string, imageDir: string): Promise<void> {
-  for (const marker of [CURRENT_RELAY, BOUNDED_PROC]) {
+  for (const marker of [CURRENT_RELAY, BOUNDED_PROC, RULE_MOUNTS]) {
     if (await marker.isIn(stateDir)) await marker.put(imageDir);
   }
 }
