@@ -223,6 +223,18 @@ describe('hostile: what the policy cannot see cannot get past the contract\'s fi
     assert.doesNotMatch(String(check.result['stdout']), /planted/, 'nothing was written outside /workspace and /tmp');
   });
 
+  it('a running session\'s filesystem lists cannot be changed to lift a rule: refused with the reason, nothing changes', async () => {
+    const before = await api.request('GET', `/v1/sessions/${strict}/contract`);
+    const widened = await api.request('PATCH', `/v1/sessions/${strict}/contract`, { filesystem: { ...STRICT.filesystem, readOnly: [], allowWrite: ['/'] } });
+    assert.equal(widened.code, 'INVALID_STATE', `${widened.status} ${widened.message}`);
+    assert.match(widened.message, /filesystem\.readOnly, filesystem\.allowWrite .*cannot change.*new session/);
+    const unchanged = await api.request('PATCH', `/v1/sessions/${strict}/contract`, { filesystem: STRICT.filesystem });
+    assert.equal(unchanged.status, 200, `control: the same lists are accepted as a no-op: ${unchanged.message}`);
+    const after = await api.request('GET', `/v1/sessions/${strict}/contract`);
+    assert.deepEqual(after.body, before.body, 'the contract and its version are unchanged');
+    await assertSurvives({ command: ': > /workspace/keep/file' }, 'a write after the refused change');
+  });
+
   it('a user and mount namespace of its own cannot lift the read-only mount: remount, unmount, mount over', async () => {
     const attack = {
       argv: [

@@ -7,7 +7,7 @@ import { parseBody } from '../parse-body.js';
 import { sessionView } from '../session-view.js';
 
 const secretBody = z.strictObject({ value: z.string().min(1) });
-const contractPatch = z.strictObject({ network: z.unknown() });
+const contractPatch = z.strictObject({ network: z.unknown().optional(), filesystem: z.unknown().optional() });
 
 /** Registers /v1/secrets and PATCH /v1/sessions/:id/contract. */
 export function registerEgressRoutes(app: FastifyInstance, services: AirlockServices): void {
@@ -32,6 +32,6 @@ export function registerEgressRoutes(app: FastifyInstance, services: AirlockServ
   app.patch<{ Params: { id: string } }>('/v1/sessions/:id/contract', async (request) => {
     const body = parseBody(contractPatch, request.body ?? {});
     if (!services.contracts) throw new AirlockError('INTERNAL', 'this server cannot update contracts');
-    return sessionView(await services.contracts.updateNetwork(request.params.id, body.network));
+    return sessionView(await services.contracts.update(request.params.id, { ...(body.network === undefined ? {} : { network: body.network }), ...(body.filesystem === undefined ? {} : { filesystem: body.filesystem }) }));
   });
 }

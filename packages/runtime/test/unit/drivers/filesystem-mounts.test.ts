@@ -1,0 +1,173 @@
+/**
+ * The contract's filesystem rules as a gVisor sandbox's mounts: the plan
+ * (which paths are read-only, masked, writable, pinned), the host sources
+ * (missing mount points made on the session disk, symlinks refused) and the
+ * OCI spec that carries them with the seccomp profile. That the kernel of a
+ * real sandbox refuses what they say is proven by the hostile suite
+ * (policy-evasion, path-escapes) against runsc.
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FilesystemRules } from '../../../src/core/session-contract.js';
+import { hasFilesystemRules, planFilesystemMounts } from '../../../src/drivers/gvisor/filesystem-mounts.js';
+import { resolveRuleMounts, ruleMountsOf, type MountSourceLayout } from '../../../src/drivers/gvisor/filesystem-mount-sources.js';
+import { buildOciSpec } from '../../../src/drivers/gvisor/oci-spec.js';
+import { MOUNT_SYSCALLS } from '../../../src/drivers/gvisor/sandbox-seccomp.js';
+
+const NONE: FilesystemRules = { readOnly: [], denyRead: [], denyWrite: [] };
+const rules = (overrides: Partial<FilesystemRules>): FilesystemRules => ({ ...NONE, ...overrides });
+const summary = (rulesIn: FilesystemRules): string[] => planFilesystemMounts(rulesIn).mounts.map((mount) => `${mount.destination} ${mount.access}${mount.pin ? ' pin' : ''}`);
+
+describe('filesystem mount plan', () => {
+  it('no lists, no mounts: the sandbox looks as it did before rules existed', () => {
+    assert.equal(hasFilesystemRules(NONE), false);
+    assert.equal(hasFilesystemRules(undefined), false);
+    assert.equal(hasFilesystemRules(rules({ allowWrite: [] })), true, 'an empty allowWrite is a rule: writes nowhere');
+    const plan = planFilesystemMounts(NONE);
+    assert.deepEqual(plan, { rootReadonly: false, workspaceReadonly: false, tmpReadonly: false, mounts: [] });
+  });
+
+  it('denyWrite and readOnly are read-only mounts, denyRead a mask, outermost first', () => {
+    assert.deepEqual(summary(rules({ readOnly: ['/workspace/keep'], denyWrite: ['/workspace/locked', '/etc'], denyRead: ['/workspace/private'] })), [
+      '/etc read-only',
+      '/workspace/keep read-only',
+      '/workspace/locked read-only',
+      '/workspace/private mask',
+    ]);
+  });
+
+  it('allowWrite makes the root read-only and its prefixes writable; a read-only rule wins inside it', () => {
+    const plan = planFilesystemMounts(rules({ allowWrite: ['/workspace/out', '/tmp', '/opt/data'], denyWrite: ['/workspace/out/locked'], readOnly: ['/workspace/keep'] }));
+    assert.equal(plan.rootReadonly, true);
+    assert.equal(plan.workspaceReadonly, true, '/workspace is not under any allowWrite prefix');
+    assert.equal(plan.tmpReadonly, false);
+    assert.deepEqual(
+      plan.mounts.map((mount) => `${mount.destination} ${mount.access}`),
+      ['/opt/data read-write', '/workspace/out read-write', '/workspace/out/locked read-only'],
+      '/workspace/keep needs no mount: the read-only /workspace holds it already',
+    );
+    assert.equal(planFilesystemMounts(rules({ allowWrite: ['/'] })).rootReadonly, false, 'allowWrite of / leaves the root writable');
+    assert.equal(planFilesystemMounts(rules({ allowWrite: [] })).tmpReadonly, true, 'an empty allowWrite: /tmp too is read-only');
+  });
+
+  it('a mask hides every rule under it, and a rule that changes nothing gets no mount', () => {
+    assert.deepEqual(summary(rules({ denyRead: ['/workspace/a'], denyWrite: ['/workspace/a/b'], readOnly: ['/workspace/a/b/c'] })), ['/workspace/a mask']);
+    assert.deepEqual(summary(rules({ denyWrite: ['/workspace/x'], readOnly: ['/workspace/x/y'] })), ['/workspace/x read-only']);
+  });
+
+  it('pins every writable parent between /workspace and a rule, so it cannot be renamed away', () => {
+    assert.deepEqual(summary(rules({ readOnly: ['/workspace/a/b/keep'] })), ['/workspace/a read-write pin', '/workspace/a/b read-write pin', '/workspace/a/b/keep read-only']);
+    assert.deepEqual(summary(rules({ denyWrite: ['/workspace/a'], allowWrite: ['/workspace/a/b/out', '/workspace'] })), ['/workspace/a read-only'], 'allowWrite inside a denyWrite stays read-only: no mount, no pin');
+  });
+
+  it('leaves the machine\'s own filesystems alone: /proc, /dev, /sys, /.airlock', () => {
+    assert.deepEqual(summary(rules({ denyWrite: ['/proc', '/dev/shm', '/sys', '/.airlock/run'], denyRead: ['/proc/1'] })), []);
+  });
+});
+
+describe('filesystem mount sources', () => {
+  const root = mkdtempSync(join(tmpdir(), 'airlock-rule-mounts-'));
+  after(() => rmSync(root, { recursive: true, force: true }));
+  let count = 0;
+  const layoutFor = (): MountSourceLayout => {
+    const base = join(root, String(count++));
+    const layout = { workspaceHostDir: join(base, 'disk', 'workspace'), rootfsView: join(base, 'rootfs'), diskDir: join(base, 'disk'), stateDir: join(base, 'state') };
+    for (const dir of [layout.workspaceHostDir, join(layout.rootfsView, 'etc'), join(layout.rootfsView, 'opt', 'data'), layout.stateDir]) mkdirSync(dir, { recursive: true });
+    writeFileSync(join(layout.rootfsView, 'etc', 'shadow'), 'image secret');
+    return layout;
+  };
+
+  it('makes a missing rule path an empty directory on the session disk, and binds it read-only', async () => {
+    const layout = layoutFor();
+    const resolved = await resolveRuleMounts(planFilesystemMounts(rules({ readOnly: ['/workspace/a/keep'] })), layout);
+    assert.ok(statSync(join(layout.workspaceHostDir, 'a', 'keep')).isDirectory(), 'the mount point exists on the disk');
+    assert.deepEqual(resolved.mounts, [
+      { destination: '/workspace/a', type: 'bind', source: join(layout.workspaceHostDir, 'a'), options: ['rbind', 'rw'] },
+      { destination: '/workspace/a/keep', type: 'bind', source: join(layout.workspaceHostDir, 'a', 'keep'), options: ['rbind', 'ro'] },
+    ]);
+    assert.deepEqual(resolved.skipped, []);
+  });
+
+  it('masks a directory with an empty mode-0 tmpfs and a file with an empty unreadable file', async () => {
+    const layout = layoutFor();
+    writeFileSync(join(layout.workspaceHostDir, '.env'), 'TOKEN=1');
+    const resolved = await resolveRuleMounts(planFilesystemMounts(rules({ denyRead: ['/workspace/.env', '/workspace/private', '/etc/shadow'] })), layout);
+    const byDestination = new Map(resolved.mounts.map((mount) => [mount.destination, mount]));
+    assert.equal(byDestination.get('/workspace/private')?.type, 'tmpfs');
+    assert.ok(byDestination.get('/workspace/private')?.options?.includes('mode=000'));
+    for (const file of ['/workspace/.env', '/etc/shadow']) {
+      const mask = byDestination.get(file);
+      assert.equal(mask?.type, 'bind', file);
+      assert.deepEqual(mask?.options, ['rbind', 'ro']);
+      assert.equal(statSync(mask?.source ?? '').size, 0, `${file} is masked by an empty file`);
+      assert.equal(statSync(mask?.source ?? '').mode & 0o777, 0);
+    }
+  });
+
+  it('refuses a rule path through a symlink on the session disk: runsc would follow it on the host', async () => {
+    const layout = layoutFor();
+    symlinkSync('/', join(layout.workspaceHostDir, 'a'));
+    await assert.rejects(resolveRuleMounts(planFilesystemMounts(rules({ readOnly: ['/workspace/a/etc'] })), layout), (error: Error & { code?: string }) => {
+      assert.equal(error.code, 'INVALID_STATE');
+      assert.match(error.message, /symbolic link/);
+      return true;
+    });
+  });
+
+  it('skips, with the reason, an image path that is missing or crosses a symlink; a writable one comes from the disk', async () => {
+    const layout = layoutFor();
+    symlinkSync('etc', join(layout.rootfsView, 'etc-link'));
+    const skipping = await resolveRuleMounts(planFilesystemMounts(rules({ denyWrite: ['/srv/none', '/etc-link/x', '/etc'] })), layout);
+    assert.deepEqual(skipping.skipped.map((skip) => skip.destination).sort(), ['/etc-link/x', '/srv/none']);
+    assert.deepEqual(skipping.mounts, [{ destination: '/etc', type: 'bind', source: join(layout.rootfsView, 'etc'), options: ['rbind', 'ro'] }], 'an image path is bound from the read-only view');
+    const resolved = await resolveRuleMounts(planFilesystemMounts(rules({ allowWrite: ['/workspace', '/opt/data'] })), layout);
+    assert.deepEqual(resolved.mounts, [{ destination: '/opt/data', type: 'bind', source: join(layout.diskDir, 'writable', 'opt', 'data'), options: ['rbind', 'rw'] }]);
+    assert.deepEqual(resolved.tmp?.options?.includes('ro'), true, '/tmp is not in allowWrite: its own read-only tmpfs');
+  });
+});
+
+describe('OCI spec with rule mounts', () => {
+  const base = {
+    sandboxId: 'airlock-s-g1',
+    rootPath: '/state/rootfs',
+    workspaceHostDir: '/disk/workspace',
+    toolboxHostPath: '/bin/busybox',
+    hostname: 's',
+    env: {},
+    resources: { cpus: 1, memoryMb: 256, maxProcesses: 64, diskMb: 1024 },
+    args: ['/bin/true'],
+    cwd: '/workspace',
+  };
+  type Spec = { root: { readonly: boolean }; mounts: { destination: string; options?: string[] }[]; linux: { seccomp: { defaultAction: string; syscalls: { names: string[]; args?: { value: number }[] }[] } } };
+
+  it('without rules: a writable root and /workspace, and the seccomp profile all the same', () => {
+    const spec = buildOciSpec(base) as unknown as Spec;
+    assert.equal(spec.root.readonly, false);
+    assert.deepEqual(spec.mounts.find((mount) => mount.destination === '/workspace')?.options, ['rbind', 'rw']);
+    assert.equal(spec.linux.seccomp.defaultAction, 'SCMP_ACT_ALLOW');
+    const refused = spec.linux.seccomp.syscalls.flatMap((rule) => (rule.args === undefined ? rule.names : []));
+    for (const name of MOUNT_SYSCALLS) assert.ok(refused.includes(name), `${name} is refused outright`);
+    const flagged = spec.linux.seccomp.syscalls.filter((rule) => rule.args !== undefined);
+    assert.deepEqual(flagged.map((rule) => [rule.names, rule.args?.[0]?.value]), [[['unshare', 'clone'], 0x10000000], [['unshare', 'clone'], 0x00020000]]);
+  });
+
+  it('with rules: the mounts sit after /workspace and before the network files, in plan order', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'airlock-rule-spec-'));
+    try {
+      const layout = { workspaceHostDir: join(root, 'workspace'), rootfsView: join(root, 'rootfs'), diskDir: root, stateDir: join(root, 'state') };
+      for (const dir of [layout.workspaceHostDir, join(layout.rootfsView, 'etc'), layout.stateDir]) mkdirSync(dir, { recursive: true });
+      const ruleMounts = await ruleMountsOf(rules({ denyWrite: ['/etc'], allowWrite: ['/workspace', '/tmp'], readOnly: ['/workspace/keep'] }), layout);
+      assert.ok(ruleMounts);
+      const spec = buildOciSpec({ ...base, rules: ruleMounts, files: [{ hostPath: '/host/resolv.conf', sandboxPath: '/etc/resolv.conf' }] }) as unknown as Spec;
+      assert.equal(spec.root.readonly, true, 'allowWrite without / makes the root read-only');
+      const destinations = spec.mounts.map((mount) => mount.destination);
+      assert.deepEqual(destinations.slice(destinations.indexOf('/workspace')), ['/workspace', '/.airlock/bin/busybox', '/.airlock/run', '/workspace/keep', '/etc/resolv.conf']);
+      assert.equal(await ruleMountsOf(NONE, layout), undefined, 'no rules: nothing to add');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
