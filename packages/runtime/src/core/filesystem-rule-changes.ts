@@ -24,7 +24,7 @@ export function filesystemChangeRefused(sessionId: string, lists: readonly strin
     'INVALID_STATE',
     `${lists.join(', ')} of session ${sessionId} cannot change while it exists: its machine enforces them with its own mounts, ` +
       'and a suspended machine resumes only with the mounts it was saved with. Create a new session with the new contract ' +
-      '(copy what you need from this one\'s /workspace first); only network can change on a running session',
+      "(copy what you need from this one's /workspace first); only network can change on a running session",
     { details: { sessionId, changed: [...lists] } },
   );
 }

@@ -13,12 +13,13 @@
  * mount from the first start (see the pins of the plan), so the agent cannot
  * replace one later; the check catches a disk prepared otherwise.
  */
-import { chmod, lstat, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AirlockError } from '../../core/errors.js';
 import type { FilesystemRules } from '../../core/session-contract.js';
 import { hasFilesystemRules, planFilesystemMounts, type FilesystemMountPlan, type PlannedMount } from './filesystem-mounts.js';
 import type { RuleMounts } from './oci-spec.js';
+import { createdHostPath, safeHostPath, type HostPath } from './safe-host-path.js';
+import { prepareImageMountPoints } from './image-mount-points.js';
 import { RULE_MOUNTS } from './sandbox-markers.js';
 
 /** One entry of an OCI spec's `mounts`. */
@@ -49,18 +50,41 @@ export interface ResolvedRuleMounts {
   skipped: { destination: string; reason: string }[];
 }
 
+/** A sandbox's rule plan, decided before its root view is mounted (the view may need a layer of mount points). */
+export interface PreparedRules {
+  plan: FilesystemMountPlan;
+  /** the view's extra lower layer with the mount points the image lacks (image-mount-points.ts) */
+  mountPointsDir?: string;
+}
+
 /**
- * The spec's part of `rules` for one sandbox, and the marker saying its mounts follow the rules (its
- * checkpoints carry it, so a restore knows to make them again). What could not be mounted is recorded
- * in `<stateDir>/rule-mounts.json` beside the plan.
+ * Plans `rules` for one sandbox and makes the mount points its image lacks; puts the marker saying the
+ * sandbox's mounts follow the rules (its checkpoints carry it, so a restore knows to make them again).
+ * Undefined when there are no rules.
  */
-export async function ruleMountsOf(rules: FilesystemRules | undefined, layout: MountSourceLayout): Promise<RuleMounts | undefined> {
-  await RULE_MOUNTS.put(layout.stateDir);
+export async function prepareRules(rules: FilesystemRules | undefined, rootfsDir: string, stateDir: string): Promise<PreparedRules | undefined> {
+  await mkdir(stateDir, { recursive: true });
+  await RULE_MOUNTS.put(stateDir);
   if (!hasFilesystemRules(rules)) return undefined;
   const plan = planFilesystemMounts(rules);
+  const mountPointsDir = await prepareImageMountPoints(plan, rootfsDir, stateDir);
+  return { plan, ...(mountPointsDir === undefined ? {} : { mountPointsDir }) };
+}
+
+/**
+ * The spec's part of a prepared plan, once the root view is mounted. What could not be mounted is
+ * recorded in `<stateDir>/rule-mounts.json` beside the plan.
+ */
+export async function ruleMountsOf(prepared: PreparedRules, layout: MountSourceLayout): Promise<RuleMounts> {
+  const { plan } = prepared;
   const resolved = await resolveRuleMounts(plan, layout);
   await writeFile(join(layout.stateDir, 'rule-mounts.json'), `${JSON.stringify({ plan, skipped: resolved.skipped }, null, 2)}\n`);
-  return { rootReadonly: plan.rootReadonly, workspaceReadonly: plan.workspaceReadonly, mounts: resolved.mounts, ...(resolved.tmp ? { tmp: resolved.tmp } : {}) };
+  return {
+    rootReadonly: plan.rootReadonly,
+    workspaceReadonly: plan.workspaceReadonly,
+    mounts: resolved.mounts,
+    ...(resolved.tmp ? { tmp: resolved.tmp } : {}),
+  };
 }
 
 /** Resolves every planned mount to a host source, creating missing mount points on the session disk. */
@@ -82,12 +106,18 @@ async function resolveOne(mount: PlannedMount, layout: MountSourceLayout): Promi
   const access = mount.access === 'read-write' ? 'rw' : 'ro';
   if (mount.region === 'tmp') {
     // /tmp is a fresh tmpfs of the sandbox: a rule under it is an empty tmpfs of its own.
-    return { destination: mount.destination, type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', access, ...(mount.access === 'mask' ? ['mode=000', 'size=4k'] : ['mode=1777'])] };
+    return {
+      destination: mount.destination,
+      type: 'tmpfs',
+      source: 'tmpfs',
+      options: ['nosuid', 'nodev', access, ...(mount.access === 'mask' ? ['mode=000', 'size=4k'] : ['mode=1777'])],
+    };
   }
   if (mount.region === 'workspace') {
     const host = await createdHostPath(layout.workspaceHostDir, mount.destination.slice('/workspace/'.length));
     return hostMount(mount, host, layout);
   }
+  if (mount.region === 'image' && mount.identity) return identityMount(mount, layout);
   if (mount.region === 'image') {
     const relative = mount.destination.slice(1);
     let inImage: HostPath | undefined;
@@ -105,10 +135,22 @@ async function resolveOne(mount: PlannedMount, layout: MountSourceLayout): Promi
   return `${mount.destination} belongs to the machine (/proc, /dev, /sys, /.airlock), not to the rules`;
 }
 
+/** /etc/machine-id, writable, from the session disk (copied from the image's the first time), so a resume keeps the id. */
+async function identityMount(mount: PlannedMount, layout: MountSourceLayout): Promise<OciMount | string> {
+  const inView = await safeHostPath(layout.rootfsView, mount.destination.slice(1), { create: false }).catch(() => undefined);
+  if (inView?.kind !== 'file') return `${mount.destination} is not a plain file of the image; a fork branch's identity cannot be written there`;
+  const dir = await createdHostPath(layout.diskDir, 'identity');
+  const file = await safeHostPath(dir.path, 'machine-id', { create: false });
+  if (file === undefined) await copyFile(inView.path, join(dir.path, 'machine-id'));
+  else if (file.kind !== 'file') return `${file.path} on the session disk is not a file`;
+  return bind(mount.destination, join(dir.path, 'machine-id'), 'rw');
+}
+
 /** A bind of `host` (or a mask over it) for a planned mount. */
 async function hostMount(mount: PlannedMount, host: HostPath, layout: MountSourceLayout): Promise<OciMount> {
   if (mount.access !== 'mask') return bind(mount.destination, host.path, mount.access === 'read-write' ? 'rw' : 'ro');
-  if (host.kind === 'directory') return { destination: mount.destination, type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'noexec', 'ro', 'mode=000', 'size=4k'] };
+  if (host.kind === 'directory')
+    return { destination: mount.destination, type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'noexec', 'ro', 'mode=000', 'size=4k'] };
   return bind(mount.destination, await maskFile(layout.stateDir), 'ro');
 }
 
@@ -122,53 +164,4 @@ async function maskFile(stateDir: string): Promise<string> {
   await writeFile(path, '', { flag: 'a' });
   await chmod(path, 0o000);
   return path;
-}
-
-/** A host path that crosses no symlink, and whether it is a directory. */
-interface HostPath {
-  path: string;
-  kind: 'directory' | 'file';
-}
-
-/**
- * `base/relative`, walked one component at a time with lstat: a symlink is
- * refused, a missing component is made (an empty directory) when `create`,
- * else the answer is undefined.
- */
-async function safeHostPath(base: string, relative: string, options: { create: boolean }): Promise<HostPath | undefined> {
-  let path = base;
-  let kind: HostPath['kind'] = 'directory';
-  const parts = relative.split('/').filter((part) => part !== '');
-  for (const [index, part] of parts.entries()) {
-    if (kind !== 'directory') return notADirectory(path, relative);
-    path = join(path, part);
-    const found = await lstat(path).catch(() => undefined);
-    if (found?.isSymbolicLink()) {
-      throw new AirlockError('INVALID_STATE', `${path} is a symbolic link, so a filesystem rule cannot be mounted through it; replace it with a directory (the rules of ${relative} need real directories)`, {
-        details: { path },
-      });
-    }
-    if (!found) {
-      if (!options.create) return undefined;
-      await mkdir(path);
-      kind = 'directory';
-      continue;
-    }
-    kind = found.isDirectory() ? 'directory' : 'file';
-    if (!found.isDirectory() && !found.isFile() && index === parts.length - 1) {
-      throw new AirlockError('INVALID_STATE', `${path} is neither a file nor a directory; a filesystem rule can only be mounted on one of those`, { details: { path } });
-    }
-  }
-  return { path, kind };
-}
-
-/** `safeHostPath` with missing directories made. */
-async function createdHostPath(base: string, relative: string): Promise<HostPath> {
-  const path = await safeHostPath(base, relative, { create: true });
-  if (path === undefined) throw new AirlockError('INTERNAL', `${base}/${relative} was not created`);
-  return path;
-}
-
-function notADirectory(path: string, relative: string): never {
-  throw new AirlockError('INVALID_STATE', `${path} is a file, so ${relative} under it cannot exist; fix the contract's filesystem rules or the disk`, { details: { path } });
 }

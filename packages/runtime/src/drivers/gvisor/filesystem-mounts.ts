@@ -19,7 +19,9 @@
  * - a mount is made only where the access changes, and every directory
  *   between /workspace and a mount under it is itself a mount (bound to
  *   itself), so that renaming a parent cannot move the protected path away
- *   (the kernel answers EBUSY for a mount point).
+ *   (the kernel answers EBUSY for a mount point);
+ * - /etc/machine-id stays writable when a rule would make it read-only, for
+ *   the identity a fork branch gets (an exception, documented).
  */
 import type { FilesystemRules } from '../../core/session-contract.js';
 
@@ -36,6 +38,11 @@ export interface PlannedMount {
   region: MountRegion;
   /** true for a parent bound to itself only to keep it from being renamed */
   pin: boolean;
+  /**
+   * true for /etc/machine-id kept writable under a read-only rule: a fork branch gets its own id
+   * there (sandbox-identity.ts). It lives on the session disk, so a resumed machine keeps its id.
+   */
+  identity?: true;
 }
 
 /** The mounts that enforce one contract's filesystem rules. */
@@ -48,6 +55,9 @@ export interface FilesystemMountPlan {
   tmpReadonly: boolean;
   mounts: PlannedMount[];
 }
+
+/** The file a fork branch's identity is written to, which rules must leave writable. */
+export const MACHINE_ID_PATH = '/etc/machine-id';
 
 /** Mount point of the session workspace (the same as oci-spec's WORKSPACE_PATH, kept here to stay free of imports). */
 const WORKSPACE = '/workspace';
@@ -70,7 +80,9 @@ export function planFilesystemMounts(rules: FilesystemRules): FilesystemMountPla
   const plan: FilesystemMountPlan = { rootReadonly: !writable('/'), workspaceReadonly: !writable(WORKSPACE), tmpReadonly: !writable(TMP), mounts: [] };
   const boundaries = new Set([...rules.denyRead, ...rules.denyWrite, ...rules.readOnly, ...(rules.allowWrite ?? [])]);
   // Outermost first: a mount's parent mount must exist before it, and a mask ends everything under it.
-  const ordered = [...boundaries].filter((path) => path !== '/' && regionOf(path) !== 'system' && ((path !== WORKSPACE && path !== TMP) || masked(path))).sort((a, b) => depth(a) - depth(b) || a.localeCompare(b));
+  const ordered = [...boundaries]
+    .filter((path) => path !== '/' && regionOf(path) !== 'system' && ((path !== WORKSPACE && path !== TMP) || masked(path)))
+    .sort((a, b) => depth(a) - depth(b) || a.localeCompare(b));
   const made: PlannedMount[] = [];
   for (const destination of ordered) {
     if (rules.denyRead.some((prefix) => prefix !== destination && within(destination, prefix))) continue;
@@ -80,7 +92,15 @@ export function planFilesystemMounts(rules: FilesystemRules): FilesystemMountPla
     made.push({ destination, access, region, pin: false });
   }
   plan.mounts = withPins(made, plan);
+  if (accessAt(plan, MACHINE_ID_PATH) === 'read-only') {
+    plan.mounts.push({ destination: MACHINE_ID_PATH, access: 'read-write', region: 'image', pin: false, identity: true });
+  }
   return plan;
+}
+
+/** The access a sandbox has to `path` under a plan: that of the innermost mount holding it. */
+export function accessAt(plan: FilesystemMountPlan, path: string): PlannedMount['access'] {
+  return enclosingAccess(path, plan.mounts, plan, true);
 }
 
 /** Where `path` lives: under /workspace, under /tmp, in the machine's own filesystems, or in the image. */
@@ -92,8 +112,8 @@ export function regionOf(path: string): MountRegion {
 }
 
 /** The access of the nearest mount that holds `path`, among those planned so far and the base ones. */
-function enclosingAccess(path: string, made: readonly PlannedMount[], plan: FilesystemMountPlan): PlannedMount['access'] {
-  const parent = [...made].reverse().find((mount) => mount.destination !== path && within(path, mount.destination));
+function enclosingAccess(path: string, made: readonly PlannedMount[], plan: FilesystemMountPlan, inclusive = false): PlannedMount['access'] {
+  const parent = [...made].reverse().find((mount) => (inclusive || mount.destination !== path) && within(path, mount.destination));
   if (parent) return parent.access;
   if (within(path, WORKSPACE)) return plan.workspaceReadonly ? 'read-only' : 'read-write';
   if (within(path, TMP)) return plan.tmpReadonly ? 'read-only' : 'read-write';

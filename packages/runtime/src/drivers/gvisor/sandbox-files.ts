@@ -12,7 +12,7 @@ import { lstat, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/pr
 import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
 import { directoryOf, type SandboxSpec } from '../../core/sandbox-driver.js';
-import { ruleMountsOf } from './filesystem-mount-sources.js';
+import { prepareRules, ruleMountsOf } from './filesystem-mount-sources.js';
 import { buildOciSpec } from './oci-spec.js';
 import { mountRootfsView, unmountRootfsView } from './rootfs-view.js';
 
@@ -109,8 +109,10 @@ export async function prepareSandboxFiles(options: {
   await mkdir(paths.bundleDir, { recursive: true });
   await mkdir(paths.overlayDir, { recursive: true });
   await mkdir(paths.workspaceDir, { recursive: true });
-  await mountRootfsView({ skeletonDir: options.skeletonDir, rootfsDir: spec.rootfsDir, target: paths.rootfsView });
-  const rules = options.ruleMounts ? await ruleMountsOf(spec.filesystem, { workspaceHostDir: paths.workspaceDir, rootfsView: paths.rootfsView, diskDir: spec.diskDir, stateDir: spec.stateDir }) : undefined;
+  const prepared = options.ruleMounts ? await prepareRules(spec.filesystem, spec.rootfsDir, spec.stateDir) : undefined;
+  await mountRootfsView({ skeletonDir: options.skeletonDir, rootfsDir: spec.rootfsDir, target: paths.rootfsView, ...(prepared?.mountPointsDir ? { mountPointsDir: prepared.mountPointsDir } : {}) });
+  const layout = { workspaceHostDir: paths.workspaceDir, rootfsView: paths.rootfsView, diskDir: spec.diskDir, stateDir: spec.stateDir };
+  const rules = prepared ? await ruleMountsOf(prepared, layout) : undefined;
   const config = buildOciSpec({
     sandboxId: spec.sandboxId,
     rootPath: paths.rootfsView,

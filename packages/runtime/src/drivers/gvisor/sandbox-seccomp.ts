@@ -25,7 +25,19 @@ const CLONE_NEWNS = 0x00020000;
 const CLONE_NEWUSER = 0x10000000;
 
 /** Calls that change, move or replace mounts, or enter another namespace; refused with EPERM. */
-export const MOUNT_SYSCALLS = ['mount', 'umount2', 'pivot_root', 'move_mount', 'open_tree', 'fsopen', 'fsconfig', 'fsmount', 'fspick', 'mount_setattr', 'setns'] as const;
+export const MOUNT_SYSCALLS = [
+  'mount',
+  'umount2',
+  'pivot_root',
+  'move_mount',
+  'open_tree',
+  'fsopen',
+  'fsconfig',
+  'fsmount',
+  'fspick',
+  'mount_setattr',
+  'setns',
+] as const;
 
 /** One syscall rule of an OCI seccomp profile. */
 interface SeccompRule {

@@ -13,13 +13,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FilesystemRules } from '../../../src/core/session-contract.js';
 import { hasFilesystemRules, planFilesystemMounts } from '../../../src/drivers/gvisor/filesystem-mounts.js';
-import { resolveRuleMounts, ruleMountsOf, type MountSourceLayout } from '../../../src/drivers/gvisor/filesystem-mount-sources.js';
+import { prepareRules, resolveRuleMounts, ruleMountsOf, type MountSourceLayout } from '../../../src/drivers/gvisor/filesystem-mount-sources.js';
 import { buildOciSpec } from '../../../src/drivers/gvisor/oci-spec.js';
 import { MOUNT_SYSCALLS } from '../../../src/drivers/gvisor/sandbox-seccomp.js';
 
 const NONE: FilesystemRules = { readOnly: [], denyRead: [], denyWrite: [] };
 const rules = (overrides: Partial<FilesystemRules>): FilesystemRules => ({ ...NONE, ...overrides });
-const summary = (rulesIn: FilesystemRules): string[] => planFilesystemMounts(rulesIn).mounts.map((mount) => `${mount.destination} ${mount.access}${mount.pin ? ' pin' : ''}`);
+const summary = (rulesIn: FilesystemRules): string[] =>
+  planFilesystemMounts(rulesIn).mounts.map((mount) => `${mount.destination} ${mount.access}${mount.pin ? ' pin' : ''}`);
 
 describe('filesystem mount plan', () => {
   it('no lists, no mounts: the sandbox looks as it did before rules existed', () => {
@@ -36,17 +37,20 @@ describe('filesystem mount plan', () => {
       '/workspace/keep read-only',
       '/workspace/locked read-only',
       '/workspace/private mask',
+      '/etc/machine-id read-write',
     ]);
   });
 
   it('allowWrite makes the root read-only and its prefixes writable; a read-only rule wins inside it', () => {
-    const plan = planFilesystemMounts(rules({ allowWrite: ['/workspace/out', '/tmp', '/opt/data'], denyWrite: ['/workspace/out/locked'], readOnly: ['/workspace/keep'] }));
+    const plan = planFilesystemMounts(
+      rules({ allowWrite: ['/workspace/out', '/tmp', '/opt/data'], denyWrite: ['/workspace/out/locked'], readOnly: ['/workspace/keep'] }),
+    );
     assert.equal(plan.rootReadonly, true);
     assert.equal(plan.workspaceReadonly, true, '/workspace is not under any allowWrite prefix');
     assert.equal(plan.tmpReadonly, false);
     assert.deepEqual(
       plan.mounts.map((mount) => `${mount.destination} ${mount.access}`),
-      ['/opt/data read-write', '/workspace/out read-write', '/workspace/out/locked read-only'],
+      ['/opt/data read-write', '/workspace/out read-write', '/workspace/out/locked read-only', '/etc/machine-id read-write'],
       '/workspace/keep needs no mount: the read-only /workspace holds it already',
     );
     assert.equal(planFilesystemMounts(rules({ allowWrite: ['/'] })).rootReadonly, false, 'allowWrite of / leaves the root writable');
@@ -59,11 +63,26 @@ describe('filesystem mount plan', () => {
   });
 
   it('pins every writable parent between /workspace and a rule, so it cannot be renamed away', () => {
-    assert.deepEqual(summary(rules({ readOnly: ['/workspace/a/b/keep'] })), ['/workspace/a read-write pin', '/workspace/a/b read-write pin', '/workspace/a/b/keep read-only']);
-    assert.deepEqual(summary(rules({ denyWrite: ['/workspace/a'], allowWrite: ['/workspace/a/b/out', '/workspace'] })), ['/workspace/a read-only'], 'allowWrite inside a denyWrite stays read-only: no mount, no pin');
+    assert.deepEqual(summary(rules({ readOnly: ['/workspace/a/b/keep'] })), [
+      '/workspace/a read-write pin',
+      '/workspace/a/b read-write pin',
+      '/workspace/a/b/keep read-only',
+    ]);
+    assert.deepEqual(
+      summary(rules({ denyWrite: ['/workspace/a'], allowWrite: ['/workspace/a/b/out', '/workspace'] })),
+      ['/workspace/a read-only', '/etc/machine-id read-write'],
+      'allowWrite inside a denyWrite stays read-only: no mount, no pin',
+    );
   });
 
-  it('leaves the machine\'s own filesystems alone: /proc, /dev, /sys, /.airlock', () => {
+  it("keeps /etc/machine-id writable under a read-only rule, for a fork branch's identity", () => {
+    assert.deepEqual(summary(rules({ denyWrite: ['/etc'] })), ['/etc read-only', '/etc/machine-id read-write']);
+    assert.deepEqual(summary(rules({ allowWrite: ['/workspace'] })), ['/etc/machine-id read-write'], 'a read-only root too');
+    assert.deepEqual(summary(rules({ denyWrite: ['/etc/ssl'] })), ['/etc/ssl read-only'], 'not when the rule leaves it writable');
+    assert.deepEqual(summary(rules({ denyRead: ['/etc'] })), ['/etc mask'], 'not when the rule hides it');
+  });
+
+  it("leaves the machine's own filesystems alone: /proc, /dev, /sys, /.airlock", () => {
     assert.deepEqual(summary(rules({ denyWrite: ['/proc', '/dev/shm', '/sys', '/.airlock/run'], denyRead: ['/proc/1'] })), []);
   });
 });
@@ -74,8 +93,14 @@ describe('filesystem mount sources', () => {
   let count = 0;
   const layoutFor = (): MountSourceLayout => {
     const base = join(root, String(count++));
-    const layout = { workspaceHostDir: join(base, 'disk', 'workspace'), rootfsView: join(base, 'rootfs'), diskDir: join(base, 'disk'), stateDir: join(base, 'state') };
-    for (const dir of [layout.workspaceHostDir, join(layout.rootfsView, 'etc'), join(layout.rootfsView, 'opt', 'data'), layout.stateDir]) mkdirSync(dir, { recursive: true });
+    const layout = {
+      workspaceHostDir: join(base, 'disk', 'workspace'),
+      rootfsView: join(base, 'rootfs'),
+      diskDir: join(base, 'disk'),
+      stateDir: join(base, 'state'),
+    };
+    for (const dir of [layout.workspaceHostDir, join(layout.rootfsView, 'etc'), join(layout.rootfsView, 'opt', 'data'), layout.stateDir])
+      mkdirSync(dir, { recursive: true });
     writeFileSync(join(layout.rootfsView, 'etc', 'shadow'), 'image secret');
     return layout;
   };
@@ -121,11 +146,44 @@ describe('filesystem mount sources', () => {
     const layout = layoutFor();
     symlinkSync('etc', join(layout.rootfsView, 'etc-link'));
     const skipping = await resolveRuleMounts(planFilesystemMounts(rules({ denyWrite: ['/srv/none', '/etc-link/x', '/etc'] })), layout);
-    assert.deepEqual(skipping.skipped.map((skip) => skip.destination).sort(), ['/etc-link/x', '/srv/none']);
-    assert.deepEqual(skipping.mounts, [{ destination: '/etc', type: 'bind', source: join(layout.rootfsView, 'etc'), options: ['rbind', 'ro'] }], 'an image path is bound from the read-only view');
+    assert.deepEqual(
+      skipping.skipped.map((skip) => skip.destination).sort(),
+      ['/etc-link/x', '/etc/machine-id', '/srv/none'],
+      'without its layer of mount points, the view lacks them',
+    );
+    assert.deepEqual(
+      skipping.mounts,
+      [{ destination: '/etc', type: 'bind', source: join(layout.rootfsView, 'etc'), options: ['rbind', 'ro'] }],
+      'an image path is bound from the read-only view',
+    );
     const resolved = await resolveRuleMounts(planFilesystemMounts(rules({ allowWrite: ['/workspace', '/opt/data'] })), layout);
-    assert.deepEqual(resolved.mounts, [{ destination: '/opt/data', type: 'bind', source: join(layout.diskDir, 'writable', 'opt', 'data'), options: ['rbind', 'rw'] }]);
+    assert.deepEqual(resolved.mounts, [
+      { destination: '/opt/data', type: 'bind', source: join(layout.diskDir, 'writable', 'opt', 'data'), options: ['rbind', 'rw'] },
+    ]);
     assert.deepEqual(resolved.tmp?.options?.includes('ro'), true, '/tmp is not in allowWrite: its own read-only tmpfs');
+  });
+});
+
+describe('mount points the image lacks', () => {
+  it("are empty directories (and the identity file) in a layer of the sandbox's own; paths through a symlink get none", async () => {
+    const root = mkdtempSync(join(tmpdir(), 'airlock-mount-points-'));
+    try {
+      const image = join(root, 'image');
+      mkdirSync(join(image, 'etc'), { recursive: true });
+      symlinkSync('etc', join(image, 'etc-link'));
+      const prepared = await prepareRules(rules({ denyWrite: ['/opt/app', '/etc-link/x', '/etc'] }), image, join(root, 'state'));
+      assert.equal(prepared?.mountPointsDir, join(root, 'state', 'mount-points'));
+      assert.ok(statSync(join(root, 'state', 'mount-points', 'opt', 'app')).isDirectory());
+      assert.ok(statSync(join(root, 'state', 'mount-points', 'etc', 'machine-id')).isFile(), 'the image has no machine-id: an empty one to mount over');
+      assert.throws(() => statSync(join(root, 'state', 'mount-points', 'etc-link')), "nothing shadows the image's symlink");
+      assert.ok(statSync(join(root, 'state', 'airlock-rule-mounts-v1')).isFile(), 'the marker that checkpoints carry');
+      const everything = await prepareRules(rules({ denyWrite: ['/etc/ssl'] }), image, join(root, 'state2'));
+      assert.equal(everything?.mountPointsDir, join(root, 'state2', 'mount-points'));
+      mkdirSync(join(image, 'srv'));
+      assert.equal((await prepareRules(rules({ denyWrite: ['/srv'] }), image, join(root, 'state3')))?.mountPointsDir, undefined, 'the image has it: no layer');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 
@@ -141,7 +199,11 @@ describe('OCI spec with rule mounts', () => {
     args: ['/bin/true'],
     cwd: '/workspace',
   };
-  type Spec = { root: { readonly: boolean }; mounts: { destination: string; options?: string[] }[]; linux: { seccomp: { defaultAction: string; syscalls: { names: string[]; args?: { value: number }[] }[] } } };
+  type Spec = {
+    root: { readonly: boolean };
+    mounts: { destination: string; options?: string[] }[];
+    linux: { seccomp: { defaultAction: string; syscalls: { names: string[]; args?: { value: number }[] }[] } };
+  };
 
   it('without rules: a writable root and /workspace, and the seccomp profile all the same', () => {
     const spec = buildOciSpec(base) as unknown as Spec;
@@ -151,7 +213,13 @@ describe('OCI spec with rule mounts', () => {
     const refused = spec.linux.seccomp.syscalls.flatMap((rule) => (rule.args === undefined ? rule.names : []));
     for (const name of MOUNT_SYSCALLS) assert.ok(refused.includes(name), `${name} is refused outright`);
     const flagged = spec.linux.seccomp.syscalls.filter((rule) => rule.args !== undefined);
-    assert.deepEqual(flagged.map((rule) => [rule.names, rule.args?.[0]?.value]), [[['unshare', 'clone'], 0x10000000], [['unshare', 'clone'], 0x00020000]]);
+    assert.deepEqual(
+      flagged.map((rule) => [rule.names, rule.args?.[0]?.value]),
+      [
+        [['unshare', 'clone'], 0x10000000],
+        [['unshare', 'clone'], 0x00020000],
+      ],
+    );
   });
 
   it('with rules: the mounts sit after /workspace and before the network files, in plan order', async () => {
@@ -159,13 +227,26 @@ describe('OCI spec with rule mounts', () => {
     try {
       const layout = { workspaceHostDir: join(root, 'workspace'), rootfsView: join(root, 'rootfs'), diskDir: root, stateDir: join(root, 'state') };
       for (const dir of [layout.workspaceHostDir, join(layout.rootfsView, 'etc'), layout.stateDir]) mkdirSync(dir, { recursive: true });
-      const ruleMounts = await ruleMountsOf(rules({ denyWrite: ['/etc'], allowWrite: ['/workspace', '/tmp'], readOnly: ['/workspace/keep'] }), layout);
-      assert.ok(ruleMounts);
+      writeFileSync(join(layout.rootfsView, 'etc', 'machine-id'), '');
+      const prepared = await prepareRules(
+        rules({ denyWrite: ['/etc'], allowWrite: ['/workspace', '/tmp'], readOnly: ['/workspace/keep'] }),
+        layout.rootfsView,
+        layout.stateDir,
+      );
+      assert.ok(prepared);
+      const ruleMounts = await ruleMountsOf(prepared, layout);
       const spec = buildOciSpec({ ...base, rules: ruleMounts, files: [{ hostPath: '/host/resolv.conf', sandboxPath: '/etc/resolv.conf' }] }) as unknown as Spec;
       assert.equal(spec.root.readonly, true, 'allowWrite without / makes the root read-only');
       const destinations = spec.mounts.map((mount) => mount.destination);
-      assert.deepEqual(destinations.slice(destinations.indexOf('/workspace')), ['/workspace', '/.airlock/bin/busybox', '/.airlock/run', '/workspace/keep', '/etc/resolv.conf']);
-      assert.equal(await ruleMountsOf(NONE, layout), undefined, 'no rules: nothing to add');
+      assert.deepEqual(destinations.slice(destinations.indexOf('/workspace')), [
+        '/workspace',
+        '/.airlock/bin/busybox',
+        '/.airlock/run',
+        '/workspace/keep',
+        '/etc/machine-id',
+        '/etc/resolv.conf',
+      ]);
+      assert.equal(await prepareRules(NONE, layout.rootfsView, layout.stateDir), undefined, 'no rules: nothing to add');
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
