@@ -87,15 +87,23 @@ bb head -c "$2" -- "$1"`);
     return { content: out.stdout, size, truncated: size > out.stdout.length };
   }
 
-  /** Writes a file atomically (temp file in the same directory, then rename). */
+  /**
+   * Writes a file atomically (temp file in the same directory, then rename). The temp name is one
+   * nothing holds yet, opened with noclobber (O_EXCL), so a link planted under a predictable name is
+   * never followed; the contract's rules are held by the sandbox's mounts whatever the path becomes.
+   */
   async write(run: SandboxRunner, path: string, content: Uint8Array, options: { createParents: boolean }): Promise<void> {
     const body = script(`d=$(bb dirname -- "$1")
 if [ ! -d "$d" ]; then
   if [ "$2" = parents ]; then bb mkdir -p -- "$d" || exit 1; elif [ -e "$d" ]; then exit ${EXIT_NOT_DIRECTORY}; else exit ${EXIT_NOT_FOUND}; fi
 fi
 [ -d "$1" ] && [ ! -L "$1" ] && exit ${EXIT_IS_DIRECTORY}
-t="$d/.airlock-write.$$"
+i=0
+while [ -e "$d/.airlock-write.$$.$i" ] || [ -L "$d/.airlock-write.$$.$i" ]; do i=$((i+1)); done
+t="$d/.airlock-write.$$.$i"
+set -C
 bb cat > "$t" || { bb rm -f -- "$t"; exit 1; }
+set +C
 [ -e "$1" ] && bb chmod "$(bb stat -c %a -- "$1")" "$t" 2>/dev/null
 bb mv -f -- "$t" "$1" || { bb rm -f -- "$t"; exit 1; }`);
     await this.sh(run, body, [path, options.createParents ? 'parents' : 'exact'], path, content);
@@ -170,6 +178,13 @@ bb mkdir -p -- "$1"`);
       case EXIT_EXISTS:
         throw new AirlockError('FILE_EXISTS', `${where} exists and is not a directory`, { details: { path: where } });
       default:
+        if (/Read-only file system|Permission denied/i.test(stderr)) {
+          throw new AirlockError(
+            'FILE_ACCESS_DENIED',
+            `the session's machine refused ${where}: ${/Read-only/i.test(stderr) ? 'it is read-only' : 'permission denied'}. The contract's filesystem rules are mounts of the machine (read-only, or hidden by filesystem.denyRead), and file permissions apply too`,
+            { details: { path: where } },
+          );
+        }
         if (/No space left/i.test(stderr)) {
           throw new AirlockError('DISK_FULL', `the session's disk is full writing ${where}; remove files or create the session with a larger resources.diskMb`, { details: { path: where } });
         }
