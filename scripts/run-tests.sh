@@ -23,11 +23,24 @@ both_stores=(
 )
 
 failed=()
+logs=$(mktemp -d /var/tmp/airlock-test-logs-XXXXXX)
 phase() {
   local name=$1
   shift
+  local began=$SECONDS log
+  log="$logs/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '-').tap"
   echo "=== tests: ${name} ($# files)" >&2
-  if ! node --test --test-concurrency=1 "$@"; then failed+=("$name"); fi
+  if ! node --test --test-concurrency=1 "$@" | tee "$log"; then failed+=("$name"); fi
+  echo "=== tests: ${name} took $((SECONDS - began)) s" >&2
+}
+
+# The failures again at the very end, with their errors, so that a log's tail says what broke.
+summarize_failures() {
+  for log in "$logs"/*.tap; do
+    grep -q '^ *not ok' "$log" || continue
+    echo "=== failures in $(basename "$log" .tap):" >&2
+    grep -A16 '^ *not ok' "$log" | grep -v -E '^ *(duration_ms|type|failureType|stack|\.\.\.|---)|^ +(async |[A-Za-z.<>]+ \(file:|process\.|node:)' | cut -c1-400 | head -n 200 >&2
+  done
 }
 
 phase unit "${unit[@]}"
@@ -46,7 +59,10 @@ else
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then
+  summarize_failures
+  rm -rf "$logs"
   echo "=== tests failed in: ${failed[*]}" >&2
   exit 1
 fi
+rm -rf "$logs"
 echo "=== tests: every phase passed" >&2

@@ -32,6 +32,12 @@ export interface SessionDisks {
   createFrom(sessionId: string, sourcePath: string): Promise<string>;
   /** Flushes pending writes of the disk to the host, for a consistent copy or snapshot. */
   sync(sessionId: string): Promise<void>;
+  /**
+   * Undoes a freeze a crash left behind (the control plane died while it copied the disk): a frozen
+   * disk blocks every writer in its session, and cannot be unmounted. Idempotent; a disk that is not
+   * frozen, or not mounted on the host, is left as it is.
+   */
+  thaw(sessionId: string): Promise<void>;
   /** Unmounts and deletes the disk; idempotent. */
   destroy(sessionId: string): Promise<void>;
   usage(sessionId: string): Promise<DiskUsage>;

@@ -126,7 +126,11 @@ export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileR
     for (const session of await store.listSessions()) if (session.state !== 'terminated') withDisks.add(session.id);
   });
   for (const sessionId of disksOnHost) {
-    if (withDisks.has(sessionId)) continue;
+    if (withDisks.has(sessionId)) {
+      // A crash while a snapshot or fork copied this disk leaves it frozen: every write of the session would hang.
+      await attempt(`disk:${sessionId}`, () => disks.thaw(sessionId));
+      continue;
+    }
     await attempt(`disk:${sessionId}`, async () => {
       await disks.destroy(sessionId);
       report.orphansRemoved.push(`disk:${sessionId}`);

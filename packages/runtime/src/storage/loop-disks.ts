@@ -173,6 +173,13 @@ export class LoopDisks implements SessionDisks, DiskImages {
     });
   }
 
+  async thaw(sessionId: string): Promise<void> {
+    const mountPoint = join(this.dirOf(sessionId), MOUNT);
+    if (!(await isMountPoint(mountPoint))) return;
+    // fsfreeze says "Invalid argument" for a filesystem that is not frozen: nothing to undo then.
+    await run('fsfreeze', ['--unfreeze', mountPoint]).catch(() => undefined);
+  }
+
   async destroy(sessionId: string): Promise<void> {
     const dir = this.dirOf(sessionId);
     await this.unmount(sessionId);
@@ -236,6 +243,8 @@ export class LoopDisks implements SessionDisks, DiskImages {
   /** Unmounts the disk wherever it is mounted (a crash may have stacked mounts); idempotent. */
   private async unmount(sessionId: string, lazyFallback = true): Promise<void> {
     const mountPoint = join(this.dirOf(sessionId), MOUNT);
+    // A frozen filesystem (a crash during a copy) never finishes a lazy unmount: its loop device would stay forever.
+    await this.thaw(sessionId);
     for (let attempt = 0; attempt < 5 && (await isMountPoint(mountPoint)); attempt++) {
       await run('umount', [mountPoint]).catch((error: unknown) => {
         if (lazyFallback) return run('umount', ['-l', mountPoint]);

@@ -140,6 +140,16 @@ describe('LoopDisks', () => {
       assert.ok(!execFileSync('losetup', ['-a'], { encoding: 'utf8' }).includes(`${device}:`), 'loop device left attached');
       await disks.destroy('beta');
 
+      // Crash while a snapshot copied the disk: left frozen. thaw lets writers on; destroy leaves no loop device.
+      const frozen = await disks.create('delta', 32);
+      execFileSync('fsfreeze', ['--freeze', frozen]);
+      await disks.thaw('delta');
+      await writeFile(join(frozen, 'after-thaw.txt'), 'written');
+      await disks.thaw('delta');
+      execFileSync('fsfreeze', ['--freeze', frozen]);
+      await disks.destroy('delta');
+      assert.ok(!execFileSync('losetup', ['-a'], { encoding: 'utf8' }).includes(join(base, 'delta')), 'a frozen disk kept its loop device');
+
       // 30 MB of incompressible data cannot be copied onto a 48 MB root that already holds it.
       await writeFile(join(dir, 'big.bin'), randomBytes(30 * 1024 * 1024));
       await assert.rejects(disks.clone('alpha', 'gamma'), (error: unknown) => isAirlockError(error, 'DISK_FULL'));

@@ -42,6 +42,8 @@ export class DirectoryDisks implements SessionDisks {
     mkdirSync(dir, { recursive: true });
     return dir;
   }
+  /** A directory is never frozen. */
+  async thaw(): Promise<void> {}
   /** A directory stands in for the image file: unit tests never attach it. */
   async blockDevice(sessionId: string): Promise<string> {
     return this.ensureMounted(sessionId);
