@@ -65,7 +65,7 @@ const TMP = '/tmp';
 /** The machine's own filesystems: kernel interfaces and Airlock's toolbox and fifos, outside the rules. */
 const SYSTEM_PATHS = ['/proc', '/dev', '/sys', '/.airlock'];
 
-/** True when no rule would change a sandbox's mounts. */
+/** True when some list would change a sandbox's mounts (an empty allowWrite does: it allows writes nowhere). */
 export function hasFilesystemRules(rules: FilesystemRules | undefined): rules is FilesystemRules {
   return rules !== undefined && (rules.denyRead.length > 0 || rules.denyWrite.length > 0 || rules.readOnly.length > 0 || rules.allowWrite !== undefined);
 }
