@@ -16,8 +16,6 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { join } from 'node:path';
 import type { SandboxHandle, SandboxSpec } from '../packages/runtime/src/core/sandbox-driver.js';
 import { GvisorDriver, mountsUnder } from '../packages/runtime/src/drivers/gvisor/index.js';
-import { TOOLBOX_PATH } from '../packages/runtime/src/drivers/gvisor/in-sandbox-scripts.js';
-import { PROC_MOUNT_SCRIPT } from '../packages/runtime/src/drivers/gvisor/proc-dentry-cache.js';
 import { LoopDisks } from '../packages/runtime/src/storage/loop-disks.js';
 import { buildBusyboxRootfs } from '../packages/runtime/test/support/busybox-rootfs.js';
 import { quantile, timed } from './stats.js';
@@ -121,15 +119,15 @@ async function startSession(resources = RESOURCES): Promise<{ spec: SandboxSpec;
 function specOn(sessionId: string, diskDir: string): SandboxSpec {
   counter += 1;
   const sandboxId = `execmem${counter}-${process.pid}`;
-  return { sandboxId, sessionId, rootfsDir, diskDir, stateDir: join(stateRoot, 'sandboxes', sandboxId), hostname: 'execmem', resources: RESOURCES, env: {} };
+  return { sandboxId, sessionId, rootfs: { kind: 'directory', path: rootfsDir }, disk: { kind: 'directory', path: diskDir }, stateDir: join(stateRoot, 'sandboxes', sandboxId), hostname: 'execmem', resources: RESOURCES, env: {} };
 }
 
-async function run(handle: SandboxHandle, argv: string[], transient = false): Promise<string> {
+async function run(handle: SandboxHandle, argv: string[]): Promise<string> {
   let out = '';
   const collect = (chunk: Buffer): void => {
     out += chunk.toString();
   };
-  const outcome = await driver.exec(handle, { argv, cwd: '/workspace', env: {}, timeoutMs: 60_000, transient, onStdout: collect, onStderr: collect });
+  const outcome = await driver.exec(handle, { argv, cwd: '/workspace', env: {}, timeoutMs: 60_000, onStdout: collect, onStderr: collect });
   if (outcome.exitCode !== 0) throw new Error(`${argv.join(' ')} exited ${outcome.exitCode}: ${out}`);
   return out;
 }
@@ -141,15 +139,15 @@ async function imageBytes(handle: SandboxHandle, name: string): Promise<number> 
   return bytes;
 }
 
-/** What the sandbox holds that could cost memory: the relay's run dir, /tmp, processes, mounts of /proc, the guest's meminfo. */
+/** What the sandbox holds that could cost memory: /tmp, processes, mounts of /proc, the guest's meminfo. */
 async function insideView(handle: SandboxHandle): Promise<string> {
   const script = [
-    'B=/.airlock/bin/busybox',
-    'echo "run dir entries: $($B ls -A /.airlock/run | $B wc -l); /tmp entries: $($B ls -A /tmp | $B wc -l); processes: $($B ps -o pid | $B tail -n +2 | $B wc -l)"',
-    '$B grep " /proc " /proc/mounts',
-    '$B grep -E "^(MemFree|Shmem|Mapped):" /proc/meminfo | $B tr -s " " | $B tr "\\n" ";"; echo',
+    'echo "/tmp entries: $(ls -A /tmp | wc -l); processes: $(ps -o pid | tail -n +2 | wc -l)"',
+    'grep " /proc " /proc/mounts',
+    'grep -E "^(MemFree|Shmem|Mapped):" /proc/meminfo | tr -s " " | tr "\\n" ";"; echo',
   ].join('\n');
-  return run(handle, ['/.airlock/bin/busybox', 'sh', '-c', script], true);
+  // The image's busybox (the test rootfs): the machine has no toolbox of Airlock's any more.
+  return run(handle, ['sh', '-c', script]);
 }
 
 /** Restore time after a checkpoint of `from` (which is destroyed), and the first call after it. */
@@ -158,7 +156,7 @@ async function suspendAndRestore(from: { spec: SandboxSpec; handle: SandboxHandl
   const checkpoint = await driver.checkpoint(from.handle, image, { leaveRunning: false });
   await driver.destroy(from.handle);
   handles.delete(from.handle);
-  const spec = specOn(from.spec.sessionId, from.spec.diskDir);
+  const spec = specOn(from.spec.sessionId, from.spec.disk.path);
   let handle: SandboxHandle | undefined;
   const restoreMs = await timed(async () => {
     handle = await driver.restore(spec, image);
@@ -252,7 +250,8 @@ class FloorSandbox {
     // Not through pipes: `run --detach` leaves them open in the sandbox, and the call would never return.
     const started = spawnSync('runsc', [`--root=${FloorSandbox.root}`, '--network=none', '--overlay2=root:memory', 'run', '--detach', this.id], { cwd: this.bundle, stdio: 'ignore' });
     if (started.status !== 0) throw new Error(`runsc run of ${this.id} failed`);
-    if (boundedProc) this.runsc(['exec', '--cap', 'CAP_SYS_ADMIN', this.id, '/bin/busybox', 'sh', '-c', PROC_MOUNT_SCRIPT.replace(`B=${TOOLBOX_PATH}`, 'B=/bin/busybox'), 'airlock-proc', '/proc/mounts']);
+    // The mount the agent makes at boot (agent/src/system.c), done by hand here.
+    if (boundedProc) this.runsc(['exec', '--cap', 'CAP_SYS_ADMIN', this.id, '/bin/busybox', 'mount', '-t', 'proc', '-o', 'dentry_cache_limit=64', 'proc', '/proc']);
   }
 
   image(): number {

@@ -2,14 +2,15 @@
  * Issue 3's figures: the airlock's overhead per call. p50/p99 of the policy
  * decision alone (contract checks + Cedar) for the example contract, and of a
  * whole `exec true` through the pipeline (in process, and over HTTP through
- * the SDK) beside the same command straight on the driver, in the same run.
+ * the SDK) beside the same command straight on the driver, in the same run,
+ * and a 4 KiB file write and read through the SDK.
  * Usage: npx tsx bench/pipeline-overhead.bench.ts [calls]
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, parseContract } from '@airlock/runtime';
 import { Sandbox } from '@airlock/sdk';
-import { GvisorDriver } from '../packages/runtime/dist/src/drivers/gvisor/index.js';
+import type { GvisorDriver } from '../packages/runtime/dist/src/drivers/gvisor/index.js';
 import { ContractAuthorizer } from '../packages/runtime/dist/src/policy/contract-authorizer.js';
 import { analyzeCommand } from '../packages/runtime/dist/src/policy/shell-analysis.js';
 import { quantile, timed } from './stats.js';
@@ -37,16 +38,22 @@ try {
     if (i >= 1000) decisions.push(Number(process.hrtime.bigint() - started) / 1e6);
   }
 
-  const driver = new GvisorDriver({ stateRoot: join(work, 'data', 'runsc') });
+  // The server's own driver: a second driver on the same state root would take over the machine's agent.
+  const driver = server.services.sessions.drivers.get('gvisor') as GvisorDriver;
   const handle = (await server.services.sessions.get(sandbox.id)).sandbox;
   if (!handle) throw new Error('no sandbox');
   const direct: number[] = [];
   const pipeline: number[] = [];
   const http: number[] = [];
+  const fileWrite: number[] = [];
+  const fileRead: number[] = [];
+  const content = 'x'.repeat(4096);
   for (let i = 0; i < calls; i += 1) {
     direct.push(await timed(() => driver.exec(handle, { argv: ['true'], cwd: '/workspace', env: {}, timeoutMs: 30_000 })));
     pipeline.push(await timed(() => server.services.pipeline.submit(sandbox.id, 'exec', { argv: ['true'] })));
     http.push(await timed(() => sandbox.commands.run(['true'])));
+    fileWrite.push(await timed(() => sandbox.files.write('/workspace/bench.txt', content)));
+    fileRead.push(await timed(() => sandbox.files.read('/workspace/bench.txt')));
   }
   const added = pipeline.map((value, index) => value - (direct[index] ?? 0));
   const lines = [
@@ -59,6 +66,8 @@ try {
     row('`exec true` through the pipeline, in process', pipeline),
     row('`exec true` through HTTP + SDK + pipeline', http),
     row('added by the pipeline (pipeline − direct, paired)', added),
+    row('4 KiB `files.write` through HTTP + SDK + pipeline', fileWrite),
+    row('4 KiB `files.read` through HTTP + SDK + pipeline', fileRead),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   await sandbox.kill();

@@ -66,6 +66,16 @@ export class RawRunsc {
     spawn('runsc', ['--root', this.root, 'exec', '--detach', this.current, ...argv], { stdio: 'ignore' }).unref();
   }
 
+  /** `runsc pause`. */
+  pause(): void {
+    spawnSync('runsc', ['--root', this.root, 'pause', this.current], { stdio: 'ignore' });
+  }
+
+  /** `runsc resume`. */
+  unpause(): void {
+    spawnSync('runsc', ['--root', this.root, 'resume', this.current], { stdio: 'ignore' });
+  }
+
   /** `runsc checkpoint --compression=none` then delete. */
   checkpoint(imageDir: string): void {
     rmSync(imageDir, { recursive: true, force: true });

@@ -1,8 +1,10 @@
 /**
- * Issue 2's figures: create → first output, exec round trip, file write and
- * read, suspend and resume (small and ~256 MB), each through the SDK against
- * a real server, beside the same operation on `runsc` directly, in the same
- * run. Usage: npx tsx bench/session-lifecycle.bench.ts [iterations]
+ * Issue 2's and 11's figures: create → first output, exec round trip, file
+ * write and read (64 KiB, and 4 KiB both ways), waking a paused session,
+ * suspend and resume (small and ~256 MB), each through the SDK against a real
+ * server, beside the same operation on `runsc` directly in the same run (the
+ * floor's write and read are `runsc exec`s of `cat`; its wake is `runsc
+ * resume` + `runsc exec true`). Usage: npx tsx bench/session-lifecycle.bench.ts [iterations]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,11 +34,14 @@ try {
   const execTrip = row('exec `true` round trip');
   const write = row('file write 64 KiB');
   const read = row('file read 64 KiB');
+  const smallFiles = row('file write + read 4 KiB');
+  const wake = row('wake a paused session → first output');
   const suspendSmall = row('suspend (idle session)');
   const resumeSmall = row('resume (idle session) → first output');
   const suspendBig = row('suspend (256 MB held)');
   const resumeBig = row('resume (256 MB held) → first output');
   const payload = 'x'.repeat(64 * 1024);
+  const smallPayload = 'x'.repeat(4 * 1024);
 
   for (let i = 0; i < iterations; i += 1) {
     // Airlock, through the SDK and HTTP
@@ -49,6 +54,16 @@ try {
     for (let k = 0; k < 5; k += 1) execTrip.airlock.push(await timed(() => s.commands.run(['true'])));
     write.airlock.push(await timed(() => s.files.write('/workspace/payload', payload)));
     read.airlock.push(await timed(() => s.files.read('/workspace/payload')));
+    for (let k = 0; k < 5; k += 1) {
+      smallFiles.airlock.push(await timed(async () => {
+        await s.files.write('/workspace/small', smallPayload);
+        await s.files.read('/workspace/small');
+      }));
+    }
+    for (let k = 0; k < 3; k += 1) {
+      await s.pause();
+      wake.airlock.push(await timed(() => s.commands.run(['true'])));
+    }
     suspendSmall.airlock.push(await timed(() => s.suspend()));
     resumeSmall.airlock.push(await timed(async () => {
       await s.resume();
@@ -72,6 +87,19 @@ try {
     for (let k = 0; k < 5; k += 1) execTrip.floor.push(await timed(() => raw.exec(['true'])));
     write.floor.push(await timed(() => raw.exec(['sh', '-c', 'cat > /tmp/payload'], payload)));
     read.floor.push(await timed(() => raw.exec(['cat', '/tmp/payload'])));
+    for (let k = 0; k < 5; k += 1) {
+      smallFiles.floor.push(await timed(() => {
+        raw.exec(['sh', '-c', 'cat > /tmp/small'], smallPayload);
+        raw.exec(['cat', '/tmp/small']);
+      }));
+    }
+    for (let k = 0; k < 3; k += 1) {
+      raw.pause();
+      wake.floor.push(await timed(() => {
+        raw.unpause();
+        raw.exec(['true']);
+      }));
+    }
     const small = join(work, `ckpt-small-${i}`);
     suspendSmall.floor.push(await timed(() => raw.checkpoint(small)));
     resumeSmall.floor.push(await timed(() => {
@@ -93,7 +121,7 @@ try {
     rmSync(small, { recursive: true, force: true });
     rmSync(big, { recursive: true, force: true });
   }
-  printComparisons(`Session lifecycle, ${iterations} iterations (exec: ${iterations * 5} calls)`, rows);
+  printComparisons(`Session lifecycle, ${iterations} iterations (exec and 4 KiB files: ${iterations * 5} calls, wake: ${iterations * 3})`, rows);
 } catch (error) {
   process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exitCode = 1;

@@ -10,11 +10,13 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 # bookworm's own 2022 build lacks both.
 need_apt=0
 # nft, ip, unshare, nsenter and openssl: the egress gateway (per-session netns, firewall, session CAs).
-for tool in runsc debootstrap busybox nft ip mkfs.ext4 openssl unshare nsenter; do command -v "$tool" >/dev/null 2>&1 || need_apt=1; done
+# gcc, make and libc6-dev: the in-sandbox agent (packages/runtime/agent) is built here from source, static.
+for tool in runsc debootstrap busybox nft ip mkfs.ext4 openssl unshare nsenter gcc make; do command -v "$tool" >/dev/null 2>&1 || need_apt=1; done
+[ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || need_apt=1
 [ -x /bin/busybox ] && file_is_static=$( (ldd /bin/busybox 2>&1 || true) | grep -c "not a dynamic" ) || file_is_static=0
 [ "$file_is_static" -ge 1 ] || need_apt=1
 if [ "$need_apt" -eq 1 ]; then
-  echo "setup: installing runsc (bookworm-backports), debootstrap, busybox-static, nftables, iproute2, openssl" >&2
+  echo "setup: installing runsc (bookworm-backports), debootstrap, busybox-static, nftables, iproute2, openssl, gcc" >&2
   if [ -f /etc/apt/sources.list.d/debian.sources ]; then
     if ! grep -q 'bookworm-backports' /etc/apt/sources.list.d/debian.sources; then
       as_root sed -i -E '0,/^Suites: bookworm( |$)/s//Suites: bookworm bookworm-backports\1/' /etc/apt/sources.list.d/debian.sources
@@ -31,7 +33,7 @@ if [ "$need_apt" -eq 1 ]; then
   fi
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap busybox-static nftables iproute2 e2fsprogs openssl util-linux >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap busybox-static nftables iproute2 e2fsprogs openssl util-linux gcc make libc6-dev >/dev/null
 fi
 runsc --version | sed -n 1p >&2
 
@@ -57,8 +59,9 @@ if [ ! -d node_modules/better-sqlite3/build ] || [ ! -d node_modules/fastify ]; 
   echo "setup: npm install (builds better-sqlite3 from source, ~1-2 min)" >&2
   npm install --no-audit --no-fund --loglevel=error
 fi
-echo "setup: building" >&2
+echo "setup: building (TypeScript, the console, the in-sandbox agent)" >&2
 npm run --silent build
+[ -x packages/runtime/dist/agent/airlock-agent ] || { echo "setup: the in-sandbox agent was not built; see the message above" >&2; exit 1; }
 
 if ! npx --no-install airlock images ls --json 2>/dev/null | grep -q '"name": "debian-bookworm"'; then
   echo "setup: building the default image debian-bookworm (debootstrap, ~90 s the first time, cached after)" >&2

@@ -21,12 +21,15 @@ export function registerEgressCommands(program: Command): void {
   secrets
     .command('set <name>')
     .description('store a secret; the value is read from stdin (e.g. printf %s "$TOKEN" | airlock secrets set GITHUB_TOKEN)')
+    .option('--tenant <names>', 'give it to these tenants only, comma separated (repeatable); default for a new secret: every tenant; a replaced one keeps its tenants', list)
+    .option('--every-tenant', 'give it to every tenant')
     .option('--json', 'print JSON')
-    .action(async (name: string, options: { json?: boolean }) => {
+    .action(async (name: string, options: { tenant?: string[]; everyTenant?: boolean; json?: boolean }) => {
       const value = await readStdin();
-      const info = await new Secrets(new Connection(cliConnection())).set(name, value);
+      const tenants = options.everyTenant ? { tenants: null } : options.tenant ? { tenants: options.tenant } : {};
+      const info = await new Secrets(new Connection(cliConnection())).set(name, value, tenants);
       if (options.json) printJson(info);
-      else process.stdout.write(`${info.name} stored (${info.bytes} bytes)\n`);
+      else process.stdout.write(`${info.name} stored (${info.bytes} bytes, ${info.tenants === null ? 'every tenant' : `tenants ${info.tenants.join(', ')}`})\n`);
     });
   secrets
     .command('ls')
@@ -35,7 +38,7 @@ export function registerEgressCommands(program: Command): void {
     .action(async (options: { json?: boolean }) => {
       const all = await new Secrets(new Connection(cliConnection())).list();
       if (options.json) return printJson(all);
-      printTable(['NAME', 'BYTES', 'UPDATED'], all.map((info) => [info.name, String(info.bytes), info.updatedAt]));
+      printTable(['NAME', 'BYTES', 'TENANTS', 'UPDATED'], all.map((info) => [info.name, String(info.bytes), info.tenants === null ? '*' : info.tenants.join(','), info.updatedAt]));
     });
   secrets
     .command('rm <name>')

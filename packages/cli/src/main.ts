@@ -3,12 +3,14 @@ import { Command, CommanderError } from 'commander';
 import { registerHostCommands } from './host-commands.js';
 import { registerSessionCommands } from './session-commands.js';
 import { registerExecCommand } from './exec-command.js';
+import { registerShellCommand } from './shell-command.js';
 import { registerFilesCommands } from './files-commands.js';
 import { registerApprovalCommands } from './approval-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
 import { registerMachineCommands } from './machine-commands.js';
 import { registerSnapshotCommands } from './snapshot-commands.js';
 import { registerEgressCommands } from './egress-commands.js';
+import { registerTokenCommands } from './token-commands.js';
 import { EXIT_USAGE, reportError } from './output.js';
 
 const program = new Command('airlock')
@@ -19,12 +21,14 @@ const program = new Command('airlock')
 registerHostCommands(program);
 registerSessionCommands(program);
 registerExecCommand(program);
+registerShellCommand(program);
 registerFilesCommands(program);
 registerApprovalCommands(program);
 registerEgressCommands(program);
 registerMcpCommand(program);
 registerMachineCommands(program);
 registerSnapshotCommands(program);
+registerTokenCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -93,6 +93,7 @@ export function registerSessionCommands(program: Command): void {
     ['suspend', 'checkpoint memory and processes; the machine holds no CPU or RAM'],
     ['resume', 'restore the machine where it stopped'],
     ['pause', 'freeze the machine in place (memory kept)'],
+    ['restart', 'start a fresh machine on the same disk (a degraded or failed session): files kept, processes lost'],
     ['rm', 'terminate: destroy machine, disk and memory images'],
     ['reset-guard', 'reset the runaway breaker'],
   ] as const) {
@@ -107,6 +108,7 @@ export function registerSessionCommands(program: Command): void {
           : name === 'suspend' ? await sandbox.suspend()
           : name === 'resume' ? await sandbox.resume()
           : name === 'pause' ? await sandbox.pause()
+          : name === 'restart' ? await sandbox.restart()
           : name === 'rm' ? await sandbox.kill()
           : await sandbox.resetGuard();
         if (name === 'get' || options.json) printSession(info, Boolean(options.json));

@@ -27,8 +27,12 @@ export const RECONNECT_AFTER_MS = 1000;
 
 /** Options of the HTTP endpoint. */
 export interface McpHttpEndpointOptions {
-  /** how the endpoint's MCP servers reach the Airlock API (asked at each new MCP session) */
-  connection: () => ConnectionOptions;
+  /**
+   * How the endpoint's MCP servers reach the Airlock API on behalf of the
+   * caller of `request` (asked at each new MCP session, with its credentials).
+   * Later requests of that MCP session must present the same token.
+   */
+  connection: (request: IncomingMessage) => ConnectionOptions;
   /** when the client cannot confirm, how long a held call waits before returning pending (ms) */
   approvalWaitMs?: number;
   /** MCP sessions with no request and no call in flight for this long are closed (default 1 h) */
@@ -39,6 +43,8 @@ export interface McpHttpEndpointOptions {
 
 interface McpSession {
   lease: SessionLease;
+  /** the token the MCP session was opened with: its calls are that caller's */
+  caller: string | undefined;
   mcp: AirlockMcpServer;
   transport: StreamableHTTPServerTransport;
   openRequests: number;
@@ -74,6 +80,8 @@ export class McpHttpEndpoint {
     let session: McpSession | undefined;
     if (mcpSessionId !== undefined) {
       session = this.sessions.get(mcpSessionId);
+      // Another caller's MCP session answers as one that does not exist.
+      if (session && session.caller !== this.options.connection(request).token) session = undefined;
       if (!session) return sendError(response, 404, -32001, `MCP session ${mcpSessionId} not found (it ended or the server restarted); initialize a new one`);
       if (airlockSessionId !== undefined && airlockSessionId !== session.lease.sessionId) {
         return sendError(response, 400, -32600, `this MCP session serves Airlock session ${session.lease.sessionId}, not ${airlockSessionId}`);
@@ -84,7 +92,7 @@ export class McpHttpEndpoint {
       }
       if (this.closed) return sendError(response, 503, -32000, 'the server is shutting down');
       try {
-        session = await this.open(airlockSessionId);
+        session = await this.open(request, airlockSessionId);
       } catch (error) {
         const status = error instanceof AirlockApiError ? error.status : 502;
         const code = error instanceof AirlockApiError ? error.code : 'INTERNAL';
@@ -116,11 +124,13 @@ export class McpHttpEndpoint {
     await Promise.allSettled([...this.sessions.values()].map((session) => this.end(session, !options.keepSessions)));
   }
 
-  private async open(airlockSessionId: string | undefined): Promise<McpSession> {
-    const lease = await leaseSession(this.options.connection(), airlockSessionId === undefined ? {} : { sessionId: airlockSessionId });
+  private async open(request: IncomingMessage, airlockSessionId: string | undefined): Promise<McpSession> {
+    const connection = this.options.connection(request);
+    const lease = await leaseSession(connection, airlockSessionId === undefined ? {} : { sessionId: airlockSessionId });
     const mcp = new AirlockMcpServer({ calls: lease.calls, ...(this.options.approvalWaitMs === undefined ? {} : { approvalWaitMs: this.options.approvalWaitMs }) });
     const session: McpSession = {
       lease,
+      caller: connection.token,
       mcp,
       transport: new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),

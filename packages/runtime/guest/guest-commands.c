@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -108,6 +111,23 @@ static void set_nonblocking(int fd) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
+/* The session's commands get root without the powers over the machine itself (as the shared agent's
+   children): no CAP_SYS_ADMIN (hostname, mounts), CAP_DAC_OVERRIDE or CAP_SETPCAP, bounding set included,
+   so no program they exec gets them back. The driver's own commands (outside the workload) keep them. */
+static void drop_machine_powers(void) {
+  static const int dropped[] = {CAP_SYS_ADMIN, CAP_DAC_OVERRIDE, CAP_SETPCAP};
+  for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++) prctl(PR_CAPBSET_DROP, dropped[i], 0, 0, 0);
+  struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct data[2];
+  if (syscall(SYS_capget, &header, data) < 0) _exit(126);
+  for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++) {
+    uint32_t bit = 1u << (dropped[i] % 32);
+    int word = dropped[i] / 32;
+    data[word].effective &= ~bit, data[word].permitted &= ~bit, data[word].inheritable &= ~bit;
+  }
+  if (syscall(SYS_capset, &header, data) < 0) _exit(126);
+}
+
 static int join_workload(void) {
   int fd = open(WORKLOAD_CGROUP "/cgroup.procs", O_WRONLY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -180,9 +200,12 @@ void start_command(uint32_t id, const unsigned char *payload, size_t length) {
     setsid();
     /* Every command lives in the workload cgroup: its pids.max is the session's process limit,
        and freezing it stops every command process at once. */
-    if (!(flags & EXEC_OUTSIDE_WORKLOAD)) join_workload();
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2((flags & EXEC_STDIN) ? in_pipe[0] : devnull, 0);
+    if (!(flags & EXEC_OUTSIDE_WORKLOAD)) {
+      join_workload();
+      drop_machine_powers();
+    }
+    /* The agent's own /dev/null, opened at boot: a session may replace the file at that path. */
+    dup2((flags & EXEC_STDIN) ? in_pipe[0] : null_fd, 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
     if (chdir(cwd) < 0) {

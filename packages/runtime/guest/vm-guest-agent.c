@@ -38,6 +38,7 @@
 #include "vm-guest-agent.h"
 
 int port = -1;
+int null_fd = -1;
 static const char *port_path;
 int connected;
 int synced;
@@ -143,17 +144,23 @@ static void handle_frame(int type, uint32_t id, const unsigned char *payload, si
   }
 }
 
-/* A new host connection: forget every stream's host side (their processes run on, their output is dropped). */
-static void reset_connection(void) {
-  inbound.length = 0;
-  outbound.length = 0;
-  synced = 0;
+/* Forget every stream's host side (their processes run on, their output is dropped): a new host numbers
+   its streams from 1 again. */
+static void forget_host_streams(void) {
   for (int i = 0; i < MAX_STREAMS; i++) {
     if (!streams[i].used) continue;
     close_fd(&streams[i].in_fd);
     streams[i].id = 0xffffffffu - (uint32_t)i; /* no host id reaches these */
     if (streams[i].exited && streams[i].out_fd < 0 && streams[i].err_fd < 0) release_stream(&streams[i]);
   }
+}
+
+/* A new host connection. */
+static void reset_connection(void) {
+  inbound.length = 0;
+  outbound.length = 0;
+  synced = 0;
+  forget_host_streams();
 }
 
 static void parse_inbound(void) {
@@ -167,6 +174,9 @@ static void parse_inbound(void) {
       }
       consume(&inbound, (size_t)(found - inbound.data) + SYNC_MAGIC_BYTES);
       synced = 1;
+      /* Only a new host sends the magic. A VM restored from a memory image never saw its old host go
+         (no POLLHUP): without this its streams keep ids the new host hands out again ("stream id is in use"). */
+      forget_host_streams();
       outbound.length = 0;
       append(&outbound, SYNC_MAGIC, SYNC_MAGIC_BYTES);
     }
@@ -220,6 +230,9 @@ int main(int argc, char **argv) {
   sigprocmask(SIG_BLOCK, &handled, NULL);
   int signals = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
   if (signals < 0) die("signalfd");
+  struct stat null_info;
+  null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0 || fstat(null_fd, &null_info) < 0 || !S_ISCHR(null_info.st_mode)) die("/dev/null is not a character device");
   port = open(port_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (port < 0) die(port_path);
   /* The port raises SIGIO when the host side connects or goes away: no polling while disconnected. */

@@ -45,6 +45,7 @@ struct stream {
 
 /* The host connection and the commands in flight, owned by vm-guest-agent.c. */
 extern int port;
+extern int null_fd;
 extern int connected;
 extern int synced;
 extern struct buffer inbound, outbound;

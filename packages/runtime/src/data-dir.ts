@@ -28,6 +28,8 @@ export interface DataDirLayout {
   storeFile: string;
   /** screen thumbnails of desktop calls and takeover frames, per session (bounded) */
   thumbnails: string;
+  /** asciicast recordings of takeover terminals, per session (kept like the audit) */
+  terminalRecordings: string;
 }
 
 /** The default data dir: $AIRLOCK_DATA_DIR, else /var/lib/airlock for root, else ~/.local/share/airlock. */
@@ -60,6 +62,7 @@ export function openDataDir(root: string): DataDirLayout {
     pidFile: join(abs, 'server.pid'),
     storeFile: join(abs, 'store.json'),
     thumbnails: join(abs, 'thumbnails'),
+    terminalRecordings: join(abs, 'terminal-recordings'),
   };
   for (const dir of [abs, layout.images, layout.disks, layout.sandboxes, layout.snapshots, layout.thumbnails]) mkdirSync(dir, { recursive: true, mode: 0o700 });
   return layout;

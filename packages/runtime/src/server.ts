@@ -30,6 +30,7 @@ import { LoopDisks } from './storage/loop-disks.js';
 import { SnapshotDirectory } from './storage/snapshot-directory.js';
 import { AuditHeadFile } from './storage/audit-head-file.js';
 import { ThumbnailDirectory } from './storage/thumbnail-directory.js';
+import { TerminalRecordingDirectory } from './storage/terminal-recording-directory.js';
 import { loadOrCreateAuditKey } from './storage/audit-key-file.js';
 import { LocalImageCatalog } from './images/local-image-catalog.js';
 import { AuditLog } from './audit/audit-log.js';
@@ -63,6 +64,10 @@ import type { AirlockServices } from './api/airlock-services.js';
 import { tapAuditAppends } from './api/audit-tap.js';
 import { ActivityFeed } from './api/activity-feed.js';
 import { Authentication, installationTokens } from './api/authentication.js';
+import { ApiTokens } from './core/api-tokens.js';
+import { DEFAULT_TENANT } from './core/tenancy.js';
+import { TenantSettings } from './core/tenant-settings.js';
+import { TenantAdmission } from './core/tenant-admission.js';
 import { ConsoleLogins } from './api/console-logins.js';
 import { ConsoleAssets, defaultConsoleAssetsDir } from './api/console-assets.js';
 
@@ -287,6 +292,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     images,
     artifacts,
     thumbnails,
+    terminalRecordings: new TerminalRecordingDirectory(layout.terminalRecordings),
     layout: { sandboxStateDir: (sandboxId) => join(layout.sandboxes, sandboxId) },
     authorizer,
     analyzeCommand,
@@ -319,7 +325,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   sleeper.start();
   const checkCredentials = <T extends SessionContract>(contract: T): T => {
     const missing = (contract.credentials ?? []).flatMap((credential, index) =>
-      secrets.has(credential.secret)
+      // A secret not given to the session's tenant is reported exactly as a missing one.
+      secrets.givenTo(credential.secret, contract.identity.tenant)
         ? []
         : [
             {
@@ -331,7 +338,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     if (missing.length > 0) throw invalidContract(missing);
     return contract;
   };
+  const tokens = new ApiTokens(store, audit, systemClock);
+  const tenants = new TenantSettings(store, audit, systemClock);
   const services: AirlockServices = {
+    tokens,
+    tenants,
+    admission: new TenantAdmission(store, (tenant) => tenants.quotasOf(tenant)),
     sessions: core.sessions,
     snapshots: core.snapshots,
     forks: core.forks,
@@ -340,18 +352,30 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     pipeline: core.pipeline,
     approvals: core.approvals,
     desktop: core.desktop,
+    terminals: core.terminals,
     thumbnails,
     store,
     audit,
     images,
     // No baseDir: a contract sent over the API can never make the server read its own files.
-    parseContract: (input) => checkCredentials(typeof input === 'string' ? parseContractText(input, 'auto') : parseContract(input)),
+    parseContract: (input, parseOptions = {}) => {
+      const contract = typeof input === 'string' ? parseContractText(input, 'auto') : parseContract(input);
+      const { tenant } = parseOptions;
+      const owned =
+        tenant !== undefined && contract.identity.tenant === DEFAULT_TENANT
+          ? parseContract({ ...contract, identity: { ...contract.identity, tenant } })
+          : contract;
+      return checkCredentials(owned);
+    },
     secrets,
     contracts: new ContractUpdates({ sessions: core.sessions, parseContract: (input) => parseContract(input), networks }),
     defaultContract: () => DEFAULT_CONTRACT,
   };
   const loginSeconds = options.consoleLoginSeconds ?? (Number.parseInt(process.env['AIRLOCK_CONSOLE_LOGIN_SECONDS'] ?? '', 10) || undefined);
-  const authentication = new Authentication(installationTokens(token), new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds }));
+  const authentication = new Authentication(
+    installationTokens(token, tokens),
+    new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds }),
+  );
   const http = buildHttpServer(services, {
     token,
     version: AIRLOCK_VERSION,
@@ -382,6 +406,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       retention.stop();
       await sleeper.stop();
       await core.takeovers.close();
+      await core.terminals.close();
       await http.close();
       untap();
       await core.approvals.close();

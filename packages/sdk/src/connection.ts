@@ -16,6 +16,26 @@ export interface ConnectionOptions {
   retries?: number;
   /** extra headers on every request, e.g. a W3C `traceparent` so tool-call spans join your trace */
   headers?: Record<string, string>;
+  /**
+   * the WebSocket class for terminals (`sandbox.pty`): default the runtime's own. Node 20 has
+   * none: pass `WebSocket` from the `ws` package, which also sends the bearer token
+   */
+  WebSocket?: WebSocketConstructor;
+}
+
+/** A WebSocket class: the browser's (which sends the page's cookies, not the token) or one taking headers, like `ws`. */
+export type WebSocketConstructor = new (url: string, protocols?: string | string[], options?: { headers?: Record<string, string> }) => WebSocketLike;
+
+/** The part of a WebSocket the SDK uses (the WHATWG interface, which `ws` also has). */
+export interface WebSocketLike {
+  binaryType: string;
+  readonly readyState: number;
+  send(data: string | Uint8Array): void;
+  close(code?: number, reason?: string): void;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason: string }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
 }
 
 function fromEnvironment(name: string): string | undefined {
@@ -30,6 +50,7 @@ export class Connection {
   private readonly fetchImpl: typeof fetch;
   private readonly retries: number;
   private readonly headers: Record<string, string>;
+  private readonly webSocketClass: WebSocketConstructor | undefined;
 
   constructor(options: ConnectionOptions = {}) {
     const url = options.url ?? fromEnvironment('AIRLOCK_URL') ?? 'http://127.0.0.1:7070';
@@ -42,6 +63,16 @@ export class Connection {
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.retries = options.retries ?? 4;
     this.headers = options.headers ?? {};
+    this.webSocketClass = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+  }
+
+  /** Opens a WebSocket to `path` with the bearer token (when the WebSocket class takes headers). */
+  openSocket(path: string, protocol: string): WebSocketLike {
+    if (!this.webSocketClass) {
+      throw new AirlockConnectionError('this runtime has no WebSocket (Node 20): pass `WebSocket` from the `ws` package in the connection options, e.g. `Sandbox.connect(id, { WebSocket })`');
+    }
+    const url = `${this.url.replace(/^http/, 'ws')}${path}`;
+    return new this.webSocketClass(url, protocol, { headers: { ...this.headers, authorization: `Bearer ${this.token}` } });
   }
 
   /** Sends a request and returns the raw response (for streams). Throws the server's error for 4xx/5xx. */

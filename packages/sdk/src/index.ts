@@ -5,9 +5,11 @@ export { Files, callTool } from './files.js';
 export { Approvals } from './approvals.js';
 export { Secrets, updateSessionNetwork, type SecretInfo } from './secrets.js';
 export { Snapshots } from './snapshots.js';
+export { Tokens, Tenants, type TokenInfo, type TokenRole, type CreatedToken, type TenantInfo, type TenantQuotas } from './tokens.js';
 export { Ports, type ExposedPort } from './ports.js';
 export { Desktop, type DesktopAction, type DesktopActionResult, type DesktopCallOptions, type Screenshot, type TakeoverInfo } from './desktop.js';
-export { Connection, type ConnectionOptions } from './connection.js';
+export { Connection, type ConnectionOptions, type WebSocketConstructor, type WebSocketLike } from './connection.js';
+export { Pty, TERMINAL_PROTOCOL, type PtyOpenOptions, type PtyTerminal } from './pty.js';
 export {
   AirlockApiError,
   AirlockConnectionError,

@@ -1,6 +1,6 @@
 /**
  * `Sandbox`: one Airlock session, composed of `commands`, `files`,
- * `approvals` and `desktop`, with lifecycle methods. Created with `Sandbox.create()` or
+ * `approvals`, `desktop` and `pty`, with lifecycle methods. Created with `Sandbox.create()` or
  * attached with `Sandbox.connect(id)`.
  */
 import { Connection, type ConnectionOptions } from './connection.js';
@@ -11,6 +11,7 @@ import { Snapshots } from './snapshots.js';
 import { ForkError } from './errors.js';
 import { Ports } from './ports.js';
 import { Desktop } from './desktop.js';
+import { Pty } from './pty.js';
 import type { AuditRecord, AuditVerification, ForkBranchFailure, ForkResult, SessionInfo } from './types.js';
 
 /** Options of `Sandbox.create`. */
@@ -34,6 +35,8 @@ export class Sandbox {
   readonly ports: Ports;
   /** screen and input of a desktop session (`image: 'debian-bookworm-desktop'`) */
   readonly desktop: Desktop;
+  /** a takeover terminal: a shell in the machine, the agent's calls held while it is open */
+  readonly pty: Pty;
 
   private constructor(
     private readonly connection: Connection,
@@ -46,6 +49,7 @@ export class Sandbox {
     this.snapshots = new Snapshots(connection, info.id);
     this.ports = new Ports(connection, info.id);
     this.desktop = new Desktop(connection, info.id, this.approvals);
+    this.pty = new Pty(connection, info.id);
   }
 
   /** The session id. */
@@ -93,6 +97,14 @@ export class Sandbox {
   /** Restores the machine where it stopped (calls also wake it on their own). */
   async resume(): Promise<SessionInfo> {
     return this.lifecycle('POST', '/resume');
+  }
+
+  /**
+   * Replaces the machine by a fresh one on the same disk: for a session whose machine stopped
+   * answering (`degraded`) or died (`failed`). Files are kept; processes and memory are lost.
+   */
+  async restart(): Promise<SessionInfo> {
+    return this.lifecycle('POST', '/restart');
   }
 
   /** Freezes the machine in place (memory kept). */

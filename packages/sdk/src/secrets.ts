@@ -7,15 +7,17 @@ export interface SecretInfo {
   createdAt: string;
   updatedAt: string;
   bytes: number;
+  /** the tenants whose sessions may use it; null: every tenant */
+  tenants: string[] | null;
 }
 
 /** The secrets of a server. */
 export class Secrets {
   constructor(private readonly connection: Connection) {}
 
-  /** Stores (or replaces) a secret. */
-  async set(name: string, value: string): Promise<SecretInfo> {
-    return (await this.connection.json<SecretInfo>('PUT', `/v1/secrets/${encodeURIComponent(name)}`, { value })).body;
+  /** Stores (or replaces) a secret; `tenants` gives it to those tenants' sessions only (null: every tenant). */
+  async set(name: string, value: string, options: { tenants?: string[] | null } = {}): Promise<SecretInfo> {
+    return (await this.connection.json<SecretInfo>('PUT', `/v1/secrets/${encodeURIComponent(name)}`, { value, ...(options.tenants === undefined ? {} : { tenants: options.tenants }) })).body;
   }
 
   /** Every secret, without values. */

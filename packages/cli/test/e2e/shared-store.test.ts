@@ -67,6 +67,20 @@ describe('two servers on one PostgreSQL database', { skip: testPostgresUrl() ? f
     if (shared) rmSync(shared, { recursive: true, force: true });
   });
 
+  it('a token made through one server works through the other, and revoked through that one answers 401 on both at once', async () => {
+    const made = a.cli(['tokens', 'create', '--tenant', 'shared-tenant', '--role', 'operator', '--json']);
+    assert.equal(made.code, 0, made.stderr);
+    const { id, token } = JSON.parse(made.stdout) as { id: string; token: string };
+    const sessionsVia = async (installation: TestInstallation) => fetch(`${installation.url}/v1/sessions`, { headers: { authorization: `Bearer ${token}` } });
+    const throughB = await sessionsVia(b);
+    assert.equal(throughB.status, 200);
+    assert.deepEqual((await throughB.json()) as { sessions: unknown[] }, { sessions: [] }, "the tenant's list holds none of the default tenant's sessions");
+    const revoked = b.cli(['tokens', 'revoke', id]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    assert.equal((await sessionsVia(a)).status, 401, 'the other server refuses it at once (no cache)');
+    assert.equal((await sessionsVia(b)).status, 401);
+  });
+
   it('shows every session through either server, and runs calls only on the server that manages the session', () => {
     for (const installation of [a, b]) {
       const listed = JSON.parse(installation.cli(['sessions', 'ls', '--json']).stdout) as { id: string }[];

@@ -14,8 +14,6 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { TestInstallation } from '../support/test-installation.js';
 import { HostileApi, needle, waitFor, type Answer } from '../support/hostile-kit.js';
 
-const TENANT_TODO = 'needs tokens with identities (issue 12 item 7): today the approval route records the `by` field of the request body as the decider';
-
 /** Exec calls running tar, and every files.edit, wait for a human. */
 const HOLDING_CONTRACT = {
   version: 1,
@@ -162,11 +160,12 @@ describe('hostile: a held call runs once, after a human approved it in time, and
     }
   });
 
-  it('the decider recorded is the authenticated caller, not a name in the request body', { todo: TENANT_TODO }, async () => {
+  it('the decider recorded is the authenticated caller, not a name in the request body', async () => {
     const id = await hold(held, 'named');
     assert.equal((await decide(id, 'approve', { by: 'mallory-named-in-the-body' })).code, 'ok');
     const view = await settled(id);
     assert.notEqual(view.decidedBy, 'mallory-named-in-the-body', 'the approval records who decided, whatever the body says');
+    assert.equal(view.decidedBy, 'token:admin', 'the decider is the installation token that authenticated');
   });
 
   it('a call approved just before the server is killed runs exactly once after the restart', async () => {

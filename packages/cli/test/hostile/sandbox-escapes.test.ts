@@ -19,7 +19,6 @@ import { TestInstallation, TEST_IMAGES_DIR } from '../support/test-installation.
 import { HostileApi, hostMarker, needle, readOnlyBindSources, sha256OfFile, type HostMarker } from '../support/hostile-kit.js';
 import { ESCAPE_PRELUDE, GATEWAY_REACH, IMAGE_OVERWRITE, KERNEL_SURFACE, LOOPBACK_REACH, SECRET_SCAN, TOOLBOX_TAMPERING } from '../support/escape-probes.js';
 
-const WEDGE_TODO = 'needs the in-sandbox agent that survives a tampered machine or reports it degraded (issue 12 item 8; the agent helper is building it)';
 
 /** Capabilities a session's processes may hold: CAP_KILL, CAP_NET_BIND_SERVICE, CAP_AUDIT_WRITE (runsc's defaults, without SYS_ADMIN). */
 const ALLOWED_CAPABILITIES = (1n << 5n) | (1n << 10n) | (1n << 29n);
@@ -188,20 +187,20 @@ describe('hostile: a session cannot get out of its sandbox', { timeout: 900_000 
     assert.equal(await api.sh(probe, 'echo toolbox-still-works'), 'toolbox-still-works\n');
   });
 
-  it('moving the directory that holds the toolbox does not wedge the session', { todo: WEDGE_TODO }, async () => {
+  it('moving the directory that holds the toolbox does not wedge the session', async () => {
     const victim = await api.createSession({ version: 1, idle: { keepAwake: true } });
     const folder = toolbox.destination.slice(0, toolbox.destination.lastIndexOf('/'));
     await api.tool(victim, 'exec', { command: `mv '${folder}' '${folder}-moved'`, timeoutMs: 30_000 });
     await assertUsableOrReported(victim, `after mv ${folder}`);
   });
 
-  it('replacing /dev/null does not wedge the session', { todo: WEDGE_TODO }, async () => {
+  it('replacing /dev/null does not wedge the session', async () => {
     const victim = await api.createSession({ version: 1, idle: { keepAwake: true } });
     await api.tool(victim, 'exec', { command: 'mv /workspace /dev/null 2>/dev/null; rm -f /dev/null; echo x > /dev/null', timeoutMs: 30_000 });
     await assertUsableOrReported(victim, 'after replacing /dev/null');
   });
 
-  it('stopping pid 1 does not wedge the session', { todo: WEDGE_TODO }, async () => {
+  it('stopping pid 1 does not wedge the session', async () => {
     const victim = await api.createSession({ version: 1, idle: { keepAwake: true } });
     await api.tool(victim, 'exec', { command: 'kill -STOP 1', timeoutMs: 30_000 });
     await assertUsableOrReported(victim, 'after kill -STOP 1');

@@ -30,6 +30,8 @@ export function SessionActions({ session, compact = false }: { session: SessionI
   const canResume = hasMachine && (session.state === 'suspended' || session.state === 'paused');
   const canSnapshot = hasMachine && (session.state === 'running' || session.state === 'paused' || session.state === 'suspended');
   const canTerminate = live && session.state !== 'creating';
+  // A degraded machine (silent) or a failed one (its disk kept) gets a fresh machine on the same disk.
+  const canRestart = hasMachine && (session.state === 'degraded' || session.state === 'failed') && session.pendingOperation === null;
 
   async function run(label: string, work: () => Promise<void>): Promise<void> {
     setDialog(null);
@@ -45,7 +47,7 @@ export function SessionActions({ session, compact = false }: { session: SessionI
     }
   }
 
-  const lifecycle = (verb: 'suspend' | 'resume', label: string) =>
+  const lifecycle = (verb: 'suspend' | 'resume' | 'restart', label: string) =>
     run(label, async () => rememberSession(await api<SessionInfo>('POST', sessionPath(session.id, `/${verb}`))));
 
   return (
@@ -61,6 +63,11 @@ export function SessionActions({ session, compact = false }: { session: SessionI
         >
           Resume
         </button>
+        {canRestart ? (
+          <button type="button" disabled={busy !== null} onClick={() => void lifecycle('restart', 'Restarting: a fresh machine on the same disk…')}>
+            Restart
+          </button>
+        ) : null}
         <button type="button" disabled={!canSnapshot || busy !== null} onClick={() => setDialog('snapshot')}>
           Snapshot
         </button>

@@ -10,7 +10,7 @@ import { SessionActions } from '../components/session-actions';
 import { age, formatBytes, formatCpu } from '../format';
 import { followLink } from '../router';
 
-const STATES = ['running', 'paused', 'suspended', 'creating', 'failed', 'terminated'] as const;
+const STATES = ['running', 'paused', 'suspended', 'degraded', 'creating', 'failed', 'terminated'] as const;
 /** Rows rendered at first; more on request, so a store of thousands opens at once. */
 const PAGE_ROWS = 200;
 

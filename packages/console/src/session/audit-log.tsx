@@ -62,6 +62,12 @@ export function AuditLog({ sessionId, records }: { sessionId: string; records: S
               <td class="small nowrap">{formatInstant(record.at)}</td>
               <td>
                 <code class="small">{record.type}</code>
+                {record.type === 'takeover.ended' && typeof record.data['recording'] === 'string' ? (
+                  // The terminal's recording (asciicast v2): the login cookie authenticates the download.
+                  <a class="small recording-link" href={record.data['recording']} download data-testid="takeover-recording">
+                    recording
+                  </a>
+                ) : null}
               </td>
               <td class="mono small hide-narrow audit-data">{summary(record)}</td>
             </tr>

@@ -2,10 +2,9 @@
  * TAKEOVER TERMINAL (issue 15, item 6): the place on a session's page.
  *
  * While a person holds the terminal, the agent's calls wait with the reason
- * TAKEOVER. The PTY inside the sandbox is being added to the driver; until a
- * server offers it, `GET /v1/sessions/ID/terminal` answers 501 NOT_AVAILABLE
- * and this panel says so. Once it answers 200, "Take over" opens the
- * terminal (terminal-view.tsx). There is deliberately no fake terminal.
+ * TAKEOVER. `GET /v1/sessions/ID/terminal` says whether this session can have
+ * one (a machine on a driver with PTYs); when it answers 200, "Take over"
+ * opens the terminal (terminal-view.tsx), else the panel says why not.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, sessionPath } from '../api-client';
@@ -33,7 +32,7 @@ export function TerminalPanel({ sessionId }: { sessionId: string }) {
         </button>
       ) : (
         <p class="muted small" data-testid="terminal-availability">
-          {availability === null ? 'Asking the server…' : `Not available on this server yet (${availability}).`}
+          {availability === null ? 'Asking the server…' : `Not available for this session (${availability}).`}
         </p>
       )}
     </div>

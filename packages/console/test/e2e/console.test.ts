@@ -2,7 +2,9 @@
  * The web console in a real browser (Debian's Chromium, headless) against a
  * real server process on gVisor: login, the live sessions list, the approval
  * queue (approve runs the held call, deny gives the agent APPROVAL_DENIED),
- * CSRF, a denied action's reason, a lost event stream, and log out.
+ * CSRF, a denied action's reason, the takeover terminal (a shell in the
+ * machine, the agent held until hand-back, the recording in the audit), a
+ * lost event stream, and log out.
  * With AIRLOCK_SCREENSHOT_DIR set, it also saves a screenshot of each page.
  */
 import { after, before, describe, it } from 'node:test';
@@ -203,7 +205,7 @@ describe('the web console in Chromium', { skip: chromiumMissing() }, () => {
     // The files API read is in the audit, like any agent call.
     const audit = await apiGet<{ records: { type: string; data: Record<string, unknown> }[] }>(`/v1/sessions/${sessionId}/audit`);
     assert.ok(audit.records.some((record) => record.type === 'tool-call.completed' && record.data['gen_ai.tool.name'] === 'files.read'));
-    await page.waitForSelector('[data-testid=terminal-availability]:has-text("NOT_AVAILABLE")');
+    await page.waitForSelector('[data-testid=terminal] button:has-text("Take over")');
     await screenshot(page, 'session');
   });
 
@@ -216,38 +218,36 @@ describe('the web console in Chromium', { skip: chromiumMissing() }, () => {
     assert.equal(installation.cli(['exec', sessionId, '--', 'test', '-e', '/workspace/secret/leak.txt']).code, 1);
   });
 
-  it('terminal client: speaks airlock.terminal.v1 once a server offers the terminal (the server side is a protocol double in the browser until the PTY lands)', async () => {
-    // Today's real server answers NOT_AVAILABLE (checked in the session page test); here the browser is told otherwise.
-    const terminalPath = new RegExp(`/v1/sessions/${sessionId}/terminal$`);
-    await page.route(terminalPath, (route) => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ sessionId, available: true, protocol: 'airlock.terminal.v1' }) }));
-    const controls: string[] = [];
-    let typed = '';
-    await page.routeWebSocket(terminalPath, (socket) => {
-      socket.onMessage((message) => {
-        if (typeof message === 'string') {
-          controls.push(message);
-          // The client sizes the terminal first; a shell then prints its prompt.
-          if (controls.length === 1) socket.send(Buffer.from('takeover$ '));
-          return;
-        }
-        typed += message.toString();
-        socket.send(message); // echo, as a PTY in cooked mode does
-      });
-    });
-    try {
-      await page.goto(`${installation.url}/sessions/${sessionId}`);
-      await page.click('[data-testid=terminal] button:has-text("Take over")');
-      await page.waitForSelector('[data-testid=terminal-status]:has-text("You hold the session")');
-      await page.waitForSelector('.xterm-rows:has-text("takeover$")');
-      await page.keyboard.type('ls -la');
-      await page.waitForSelector('.xterm-rows:has-text("takeover$ ls -la")');
-      assert.equal(typed, 'ls -la');
-      assert.deepEqual(JSON.parse(controls[0] ?? '{}'), { type: 'resize', cols: 100, rows: 28 });
-      await page.click('[data-testid=terminal-view] button:has-text("Hand back")');
-      await page.waitForSelector('[data-testid=terminal] button:has-text("Take over")');
-    } finally {
-      await page.unroute(terminalPath);
-    }
+  it('takes over in a terminal: a command runs in the machine, the agent waits until hand-back, and the recording is linked from the audit', async () => {
+    await page.goto(`${installation.url}/sessions/${sessionId}`);
+    await page.click('[data-testid=terminal] button:has-text("Take over")');
+    await page.waitForSelector('[data-testid=terminal-status]:has-text("You hold the session")');
+    await page.locator('.xterm-helper-textarea').focus();
+    await page.keyboard.type('echo console-$((40+2)); stty size');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.xterm-rows:has-text("console-42")');
+    await page.waitForSelector('.xterm-rows:has-text("28 100")');
+    await screenshot(page, 'terminal');
+    let agentDone = false;
+    const agent = installation.cliAsync(['exec', sessionId, '--', 'echo', 'after-hand-back']).finally(() => (agentDone = true));
+    await waitFor(async () => {
+      const { records } = await apiGet<{ records: { type: string; data: Record<string, unknown> }[] }>(`/v1/sessions/${sessionId}/audit?limit=1000`);
+      return records.some((record) => record.type === 'tool-call.waiting' && record.data['reason'] === 'TAKEOVER') ? true : undefined;
+    }, 'the agent call waiting with reason TAKEOVER');
+    assert.equal(agentDone, false, 'the agent call ran while the person held the session');
+    await page.click('[data-testid=terminal-view] button:has-text("Hand back")');
+    const ran = await agent;
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.equal(ran.stdout.trim(), 'after-hand-back');
+    const { records } = await apiGet<{ records: { type: string; data: Record<string, unknown> }[] }>(`/v1/sessions/${sessionId}/audit?limit=1000`);
+    const ended = records.find((record) => record.type === 'takeover.ended');
+    assert.equal(ended?.data['by'], 'console:admin');
+    assert.equal(ended?.data['client'], 'console');
+    const link = await page.waitForSelector('[data-testid=audit] a[data-testid=takeover-recording]');
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    const cast = readFileSync(await download.path(), 'utf8').split('\n');
+    assert.equal((JSON.parse(cast[0] ?? '{}') as { version: number }).version, 2);
+    assert.match(cast.slice(1).join('\n'), /console-42/);
   });
 
   it('snapshots, forks, suspends, resumes and (after a confirmation) terminates a session from its page', async () => {

@@ -95,7 +95,8 @@ describe('airlock mcp over stdio', () => {
     const sandbox = await Sandbox.connect(sessionId, { url: installation.url, token: installation.token });
     const [approval] = (await sandbox.approvals.list({ all: true })).filter((a) => a.call.tool === 'exec');
     assert.equal(approval?.state, 'executed');
-    assert.equal(approval?.decidedBy, 'mcp:airlock-test');
+    // The decider is the token the MCP server authenticated with, not the client name it labels itself with (docs/security.md).
+    assert.equal(approval?.decidedBy, 'token:admin');
     assert.equal(approval?.decisionReason, 'backup is fine');
   });
 

@@ -7,6 +7,7 @@ import type { SnapshotService } from '../core/snapshot-service.js';
 import type { ForkService } from '../core/fork-service.js';
 import type { ApprovalService } from '../core/approval-service.js';
 import type { DesktopTools } from '../core/desktop-tools.js';
+import type { TerminalTakeovers } from '../core/terminal-takeovers.js';
 import type { ThumbnailStore } from '../core/screen-thumbnails.js';
 import type { Store } from '../core/store.js';
 import type { AuditLog } from '../audit/audit-log.js';
@@ -14,6 +15,9 @@ import type { ImageCatalog } from '../core/image-catalog.js';
 import type { ContractUpdates } from '../core/contract-updates.js';
 import type { SecretStore } from '../secrets/secret-store.js';
 import type { SessionContract } from '../core/session-contract.js';
+import type { ApiTokens } from '../core/api-tokens.js';
+import type { TenantSettings } from '../core/tenant-settings.js';
+import type { TenantAdmission } from '../core/tenant-admission.js';
 
 /** The services behind the API, wired by the composition root. */
 export interface AirlockServices {
@@ -30,18 +34,29 @@ export interface AirlockServices {
   approvals: ApprovalService;
   /** screenshots, actions, the live view and takeovers of desktop sessions */
   desktop: DesktopTools;
+  /** takeover terminals (a shell in a session's machine) and their recordings */
+  terminals: TerminalTakeovers;
   /** screen thumbnails of desktop calls and takeover frames */
   thumbnails: ThumbnailStore;
   store: Store;
   /** the audit chains: verification and export */
   audit: AuditLog;
   images: ImageCatalog;
-  /** Validates a contract (object or JSON/YAML text); throws INVALID_CONTRACT listing every error. */
-  parseContract(input: unknown): SessionContract;
+  /**
+   * Validates a contract (object or JSON/YAML text); throws INVALID_CONTRACT listing every error.
+   * With `tenant`, a contract that names no tenant gets that one (before its secrets are checked).
+   */
+  parseContract(input: unknown, options?: { tenant?: string }): SessionContract;
   /** secrets the egress gateway injects (absent: the server has none) */
   secrets?: SecretStore;
   /** changes to running sessions' contracts (the network section) */
   contracts?: ContractUpdates;
+  /** API tokens with tenants and roles */
+  tokens: ApiTokens;
+  /** per-tenant quotas */
+  tenants: TenantSettings;
+  /** per-tenant quotas at the door: sessions, calls in flight, forks */
+  admission: TenantAdmission;
   /** The contract applied when a session is created without one. */
   defaultContract(): SessionContract;
 }

@@ -8,14 +8,16 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { AirlockError } from '../core/errors.js';
 import type { ConsoleLogins, ConsoleLogin } from './console-logins.js';
+import { EVERY_TENANT, type Role } from '../core/tenancy.js';
+import type { ApiTokens } from '../core/api-tokens.js';
 
 /** Name of the console's login cookie. */
 export const LOGIN_COOKIE = 'airlock_login';
 /** Header that carries the login's CSRF token on state-changing console requests. */
 export const CSRF_HEADER = 'x-airlock-csrf';
 
-/** What a token may do. Only `admin` exists until tokens with tenants and roles land (issue 12). */
-export type Role = 'admin' | 'operator' | 'approver' | 'agent';
+/** What a token may do (the matrix: `api/access-rules.ts`, docs/security.md). */
+export type { Role };
 
 /** What a token was issued as: the part of an identity that does not depend on how it was presented. */
 export interface TokenGrant {
@@ -33,19 +35,31 @@ export interface Identity extends TokenGrant {
   kind: 'token' | 'console';
 }
 
-/** Finds the grant of a presented token. A token table (issue 12) will be another implementation. */
+/** Finds the grant of a presented token, and tells whether a token still holds. */
 export interface TokenDirectory {
-  find(token: string): TokenGrant | undefined;
+  find(token: string): Promise<TokenGrant | undefined>;
+  /** False once the token was revoked: console logins made with it end. */
+  isLive(tokenId: string): Promise<boolean>;
 }
 
-/** The installation's one token: admin of every tenant. */
-export function installationTokens(token: string): TokenDirectory {
+/** The grant of the installation's first token: admin of every tenant. */
+export const INSTALLATION_GRANT: TokenGrant = { tokenId: 'admin', tenant: EVERY_TENANT, role: 'admin', name: 'admin' };
+
+/** The installation's first token (admin of every tenant), then the tokens made with `airlock tokens create`. */
+export function installationTokens(token: string, issued?: Pick<ApiTokens, 'find' | 'isLive'>): TokenDirectory {
   const expected = Buffer.from(token);
-  const grant: TokenGrant = { tokenId: 'admin', tenant: '*', role: 'admin', name: 'admin' };
   return {
-    find(presented) {
+    async find(presented) {
       const given = Buffer.from(presented);
-      return given.length === expected.length && timingSafeEqual(given, expected) ? grant : undefined;
+      if (given.length === expected.length && timingSafeEqual(given, expected)) return INSTALLATION_GRANT;
+      const found = await issued?.find(presented);
+      if (!found) return undefined;
+      // The admin role reaches every tenant; its recorded tenant is only a label.
+      return { tokenId: found.id, tenant: found.role === 'admin' ? EVERY_TENANT : found.tenant, role: found.role, name: found.name };
+    },
+    async isLive(tokenId) {
+      if (tokenId === INSTALLATION_GRANT.tokenId) return true;
+      return (await issued?.isLive(tokenId)) ?? false;
     },
   };
 }
@@ -64,8 +78,8 @@ export class Authentication {
   ) {}
 
   /** The grant of a token, or UNAUTHORIZED. */
-  grantOf(token: string): TokenGrant {
-    const grant = token.length > 0 ? this.tokens.find(token) : undefined;
+  async grantOf(token: string): Promise<TokenGrant> {
+    const grant = token.length > 0 ? await this.tokens.find(token) : undefined;
     if (!grant) throw new AirlockError('UNAUTHORIZED', 'wrong token: use the API token printed by `airlock serve` (also in the data dir)');
     return grant;
   }
@@ -75,17 +89,19 @@ export class Authentication {
    * alone; a cookie needs a live login, and its CSRF header on every method
    * that can change state.
    */
-  identify(request: CredentialCarrier): Identity {
+  async identify(request: CredentialCarrier): Promise<Identity> {
     const authorization = request.headers.authorization;
     if (authorization !== undefined) {
-      const grant = authorization.startsWith('Bearer ') ? this.tokens.find(authorization.slice(7)) : undefined;
+      const grant = authorization.startsWith('Bearer ') ? await this.tokens.find(authorization.slice(7)) : undefined;
       if (!grant) throw missingToken();
       return { kind: 'token', ...grant };
     }
     const loginId = cookieValue(request.headers.cookie, LOGIN_COOKIE);
     if (loginId === undefined) throw missingToken();
     const login = this.logins.find(loginId);
-    if (!login) {
+    // A revoked token ends its logins at once, on whichever server they were made.
+    if (login && !(await this.tokens.isLive(login.grant.tokenId))) this.logins.endAllOf(login.grant.tokenId);
+    if (!login || !this.logins.find(loginId)) {
       throw new AirlockError('LOGIN_EXPIRED', 'your console login expired or was ended; log in again with the API token', { details: { relogin: '/login' } });
     }
     if (!SAFE_METHODS.has(request.method.toUpperCase()) && !csrfMatches(request.headers[CSRF_HEADER], login)) {
@@ -124,14 +140,13 @@ export function cookieValue(header: string | undefined, name: string): string | 
 }
 
 /**
- * The approver recorded for a decision. A console login is recorded as its
- * identity and nothing the request body says; bearer callers may still label
- * the program that decided (the MCP server and SDK adapters do) until tokens
- * carry their own names (issue 12, item 7).
+ * Who decided, as recorded in an approval, a takeover and the audit: the
+ * authenticated identity and nothing a request body says (a body's `by` is
+ * ignored). The token id is part of it unless it is the name already.
  */
-export function approverName(identity: Identity, declaredBy: string | undefined): string {
-  if (identity.kind === 'console') return `console:${identity.name}`;
-  return declaredBy ?? `token:${identity.name}`;
+export function approverName(identity: Identity): string {
+  const who = identity.name === identity.tokenId ? identity.name : `${identity.name} (${identity.tokenId})`;
+  return `${identity.kind}:${who}`;
 }
 
 /** The identity authentication attached to a request (set by the server's onRequest hook). */

@@ -23,7 +23,12 @@ import websocket from '@fastify/websocket';
 import { registerLoginRoutes } from './routes/login-routes.js';
 import { registerEventRoutes } from './routes/event-routes.js';
 import { registerTerminalRoutes } from './routes/terminal-routes.js';
-import { attachIdentity, type Authentication } from './authentication.js';
+import { attachIdentity, type Authentication, type Identity } from './authentication.js';
+import { permissionOf, roleMay, ROLE_PERMISSIONS } from './access-rules.js';
+import { TenantScope } from './tenant-scope.js';
+import { registerTokenRoutes } from './routes/token-routes.js';
+import { registerTenantRoutes } from './routes/tenant-routes.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivityFeed } from './activity-feed.js';
 import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
 
@@ -81,6 +86,35 @@ function isPublicRoute(method: string, url: string): boolean {
   return path === '/healthz' || path === '/openapi.json' || (method === 'POST' && (path === '/v1/login' || path === '/v1/logout')) || !isApiPath(url);
 }
 
+/** Refuses a caller whose role lacks the route's permission (403) or who names another tenant's ids (404). */
+async function admit(identity: Identity, request: FastifyRequest, scope: TenantScope): Promise<void> {
+  const route = request.routeOptions.url;
+  // No route matched: the not-found handler answers, with nothing to protect.
+  if (route === undefined) return;
+  const permission = permissionOf(request.method, route);
+  if (!roleMay(identity.role, permission)) {
+    const holders = (Object.keys(ROLE_PERMISSIONS) as (keyof typeof ROLE_PERMISSIONS)[]).filter((role) => roleMay(role, permission));
+    throw new AirlockError('ROLE_FORBIDDEN', `a token with role ${identity.role} may not ${permission} (${request.method} ${route}); this needs a token with role ${holders.join(' or ')}`, {
+      details: { role: identity.role, permission },
+    });
+  }
+  await scope.check(identity, request);
+}
+
+/** Routes that run a tool call: each holds one of its tenant's call slots until its response ends. */
+const CALL_ROUTES = new Set(['/v1/sessions/:id/tools/:tool', '/v1/sessions/:id/exec', '/v1/sessions/:id/desktop/screenshot', '/v1/sessions/:id/desktop/actions']);
+
+/** Refuses a call over its tenant's maxConcurrentCalls (429), before its body is read. */
+async function takeCallSlot(request: FastifyRequest, reply: FastifyReply, services: AirlockServices, scope: TenantScope): Promise<void> {
+  if (request.method !== 'POST' || !CALL_ROUTES.has(request.routeOptions.url ?? '')) return;
+  const sessionId = (request.params as { id?: string }).id;
+  const tenant = sessionId === undefined ? undefined : await scope.tenantOf(sessionId);
+  // No such session: the route answers 404 and holds nothing.
+  if (tenant === undefined) return;
+  const release = await services.admission.enterCall(tenant);
+  reply.raw.once('close', release);
+}
+
 /** Builds the Fastify app (not yet listening). */
 export function buildHttpServer(services: AirlockServices, options: HttpServerOptions): FastifyInstance {
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
@@ -98,6 +132,7 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
       done(error as Error, undefined);
     }
   });
+  const scope = new TenantScope(services.store);
   const guard = new OriginGuard({ listenHost: options.listenHost ?? '127.0.0.1', allowedOrigins: options.allowedOrigins ?? [], allowedHosts: options.allowedHosts ?? [] });
   // First of all hooks, on every route: a request a browser was tricked into sending gets nothing else.
   app.addHook('onRequest', async (request, reply) => {
@@ -109,9 +144,14 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
     // Authentication first: a stranger learns nothing (not even the body limit) and costs no body read.
     if (!isPublicRoute(request.method, request.url)) {
       try {
-        attachIdentity(request, options.authentication.identify(request));
+        const identity = await options.authentication.identify(request);
+        attachIdentity(request, identity);
+        // The role, then the tenant of every id the request names: a refused caller costs no body read either.
+        await admit(identity, request, scope);
+        await takeCallSlot(request, reply, services, scope);
       } catch (error) {
-        const refused = error instanceof AirlockError ? error : new AirlockError('UNAUTHORIZED', 'could not authenticate this request');
+        // Tokens live in the store: a store that does not answer is the server's fault, not the caller's (and says nothing of the token).
+        const refused = error instanceof AirlockError ? error : new AirlockError('INTERNAL', 'could not check the caller\'s token: the store did not answer; retry shortly', { cause: error });
         return reply.status(refused.status).header('connection', 'close').send(errorBody(refused));
       }
     }
@@ -128,18 +168,20 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   app.get('/openapi.json', async () => document);
   registerSessionRoutes(app, services);
   registerToolRoutes(app, services);
-  registerApprovalRoutes(app, services);
+  registerApprovalRoutes(app, services, scope);
   registerImageRoutes(app, services);
   registerMachineRoutes(app, services);
   registerPortRoutes(app, services);
   // WebSocket routes go in a scope registered after the plugin, so that the plugin sees them.
   void app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
   void app.register(async (scope) => registerDesktopRoutes(scope, services));
-  registerSnapshotRoutes(app, services);
+  void app.register(async (scope) => registerTerminalRoutes(scope, services));
+  registerSnapshotRoutes(app, services, scope);
+  registerTokenRoutes(app, services, options.authentication);
+  registerTenantRoutes(app, services);
   registerEgressRoutes(app, services);
   registerMcpRoutes(app, { token: options.token });
   registerLoginRoutes(app, options.authentication);
   registerEventRoutes(app, services, options.activity);
-  registerTerminalRoutes(app, services);
   return app;
 }

@@ -74,6 +74,10 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/sessions/{id}': { parameters: [idParam], get: op('get a session with its meters', {}, 'Session'), delete: op('terminate: destroy machine, disk and memory images', {}, 'Session') },
       '/v1/sessions/{id}/suspend': { parameters: [idParam], post: op('checkpoint memory and processes, stop the machine', {}, 'Session') },
       '/v1/sessions/{id}/resume': { parameters: [idParam], post: op('restore the machine where it stopped', {}, 'Session') },
+      '/v1/sessions/{id}/restart': {
+        parameters: [idParam],
+        post: op('a fresh machine on the same disk, for a degraded (silent) or failed machine: files kept, processes and memory lost', {}, 'Session'),
+      },
       '/v1/sessions/{id}/pause': { parameters: [idParam], post: op('freeze the machine in place', {}, 'Session') },
       '/v1/sessions/{id}/guard/reset': { parameters: [idParam], post: op('reset the runaway breaker', {}, 'Session') },
       '/v1/sessions/{id}/audit': {
@@ -171,11 +175,47 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/approvals/{id}': { parameters: [idParam], get: op('get an approval; waitSeconds long-polls for its outcome', {}, 'Approval') },
       '/v1/approvals/{id}/approve': { parameters: [idParam], post: op('approve: the call runs once', {}, 'Approval') },
       '/v1/approvals/{id}/deny': { parameters: [idParam], post: op('deny: the call never runs', {}, 'Approval') },
+      '/v1/tokens': {
+        get: op('list API tokens (admin): ids, tenant, role, name, created, last used, revoked; never secrets'),
+        post: op('make an API token of a tenant (admin); the secret is in the answer once, and stored only as a hash', {
+          requestBody: json({
+            type: 'object',
+            additionalProperties: false,
+            required: ['tenant'],
+            properties: { tenant: { type: 'string' }, role: { type: 'string', enum: ['admin', 'operator', 'approver', 'agent'] }, name: { type: 'string', maxLength: 200 } },
+          }),
+          responses: { '201': { description: 'created: {id, token, tenant, role, name, createdAt}' }, '4XX': errorResponse, '5XX': errorResponse },
+        }),
+      },
+      '/v1/tokens/{id}': { parameters: [idParam], delete: op('revoke an API token (admin): it answers 401 from now on') },
+      '/v1/tenants': { get: op('list tenants with settings (admin)') },
+      '/v1/tenants/{tenant}': {
+        parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }],
+        get: op("a tenant's quotas (admin); a tenant nobody configured has none"),
+        put: op("change some of a tenant's quotas or its images (admin); null removes a limit, absent keys stay", {
+          requestBody: json({
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              ...Object.fromEntries(['maxSessions', 'maxConcurrentCalls', 'maxForkBranches', 'maxForkDepth'].map((key) => [key, { type: ['integer', 'null'], minimum: 0 }])),
+              images: { type: ['array', 'null'], items: { type: 'string' }, description: 'the images its sessions may use; null: every image' },
+            },
+          }),
+        }),
+      },
       '/v1/secrets': { get: op('list secrets the egress gateway injects: names, sizes and dates, never values') },
       '/v1/secrets/{name}': {
         parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' } }],
         put: op('store a secret (encrypted at rest); the value is never returned', {
-          requestBody: json({ type: 'object', additionalProperties: false, required: ['value'], properties: { value: { type: 'string', minLength: 1 } } }),
+          requestBody: json({
+            type: 'object',
+            additionalProperties: false,
+            required: ['value'],
+            properties: {
+              value: { type: 'string', minLength: 1 },
+              tenants: { type: ['array', 'null'], items: { type: 'string' }, description: 'the tenants whose sessions may use it; null or absent on a new secret: every tenant; absent on a replaced one: unchanged' },
+            },
+          }),
         }),
         delete: op('delete a secret; sessions bound to it get a clear error on their next request'),
       },
@@ -208,8 +248,12 @@ export function openApiDocument(version: string): Record<string, unknown> {
         }),
       },
       '/v1/sessions/{id}/terminal': {
-        parameters: [idParam],
-        get: op('takeover terminal (WebSocket to a PTY in the machine); 501 NOT_AVAILABLE until the driver offers PTYs'),
+        parameters: [idParam, { name: 'client', in: 'query', schema: { type: 'string' } }],
+        get: op('takeover terminal: WebSocket (subprotocol airlock.terminal.v1) to a shell on a PTY in the machine; the session\'s tool calls wait (reason TAKEOVER) until the socket closes; recorded (asciicast v2). A plain GET says whether it is available (409 no machine, 501 NOT_AVAILABLE driver without PTYs)'),
+      },
+      '/v1/sessions/{id}/terminal/recordings/{takeoverId}': {
+        parameters: [idParam, { name: 'takeoverId', in: 'path', required: true, schema: { type: 'string' } }],
+        get: op('the asciicast v2 recording of a terminal takeover (application/x-asciicast), as linked from its takeover.started / takeover.ended audit records'),
       },
       '/v1/images': { get: op('list images', {}, 'ImageList') },
       '/v1/images/{name}': { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], get: op('get an image', {}, 'Image') },

@@ -45,7 +45,7 @@ const exposedPort = z.object({ port: z.number(), path: z.string(), url: z.string
 
 const session = z.object({
   id: z.string(),
-  state: z.enum(['creating', 'running', 'paused', 'suspended', 'terminated', 'failed']),
+  state: z.enum(['creating', 'running', 'paused', 'suspended', 'degraded', 'terminated', 'failed']),
   mode: z.enum(['machine', 'per-call']),
   /** the sandbox driver of the session's machines: gvisor or microvm */
   sandbox: z.string(),

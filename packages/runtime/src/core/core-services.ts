@@ -34,6 +34,9 @@ import { UsageMeter } from './usage-meter.js';
 import { DesktopTools } from './desktop-tools.js';
 import { DesktopTakeovers } from './desktop-takeovers.js';
 import type { ThumbnailStore } from './screen-thumbnails.js';
+import { AirlockError } from './errors.js';
+import { TerminalTakeovers } from './terminal-takeovers.js';
+import type { TerminalRecordings } from './terminal-recordings.js';
 
 /** The ports and settings the core is built from. */
 export interface CorePorts {
@@ -46,6 +49,8 @@ export interface CorePorts {
   artifacts: SnapshotArtifacts;
   /** screen thumbnails of desktop calls and takeover frames */
   thumbnails: ThumbnailStore;
+  /** asciicast recordings of takeover terminals (absent: terminals are refused, NOT_AVAILABLE) */
+  terminalRecordings?: TerminalRecordings;
   layout: SessionLayout;
   authorizer: Authorizer;
   analyzeCommand: (input: { command?: string; argv?: string[] }) => CommandAnalysis;
@@ -80,6 +85,8 @@ export interface CoreServices {
   pipeline: ToolPipeline;
   desktop: DesktopTools;
   takeovers: DesktopTakeovers;
+  /** takeover terminals: a shell in a session's machine, the session's calls held meanwhile */
+  terminals: TerminalTakeovers;
   ports: SessionPorts;
   resizer: SessionResizer;
 }
@@ -144,6 +151,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
   });
   const desktop: DesktopTools = new DesktopTools(sessions, ports.thumbnails, takeovers);
   const executor = new ToolExecutor(sessions, new LineageTools(snapshots, forks), desktop);
+  const terminals = new TerminalTakeovers({ store, audit, sessions, recordings: ports.terminalRecordings ?? NO_RECORDINGS, clock });
   const pipeline = new ToolPipeline({
     store,
     audit,
@@ -153,6 +161,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     executor,
     approvals,
     desktop,
+    terminals,
     clock,
     ...(ports.tracer ? { tracer: ports.tracer } : {}),
   });
@@ -172,7 +181,20 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     pipeline,
     desktop,
     takeovers,
+    terminals,
     ports: new SessionPorts(sessions),
     resizer: new SessionResizer(sessions),
   };
 }
+
+/** Where recordings go when the server keeps none: a terminal cannot be opened unrecorded. */
+const NO_RECORDINGS: TerminalRecordings = {
+  create: () =>
+    Promise.reject(
+      new AirlockError(
+        'NOT_AVAILABLE',
+        'this server keeps no terminal recordings, and a takeover terminal is never unrecorded; start the server with a data dir',
+      ),
+    ),
+  get: () => Promise.resolve(undefined),
+};

@@ -1,14 +1,20 @@
 /**
  * What the desktop tools run inside the session's machine: `xdotool` for the
  * focused window's title and for input, `xwd` for the screen's pixels. Each
- * is one short command that leaves nothing behind, so it takes the driver's
- * fast (transient) exec path. Failures that mean "there is no display here"
+ * is one short command that leaves nothing behind (one agent round trip
+ * each, ADR 0012). Failures that mean "there is no display here"
  * become DESKTOP_UNAVAILABLE with the fix.
  */
 import { AirlockError } from './errors.js';
-import type { CollectedOutput } from './file-operations.js';
+import type { ExecOutcome } from './sandbox-driver.js';
 import type { DesktopAction } from './desktop-action-schema.js';
 import { decodeXwd, type ScreenPixels } from './screen-image.js';
+
+/** Output of a command collected in memory. */
+export interface CollectedOutput extends ExecOutcome {
+  stdout: Buffer;
+  stderr: Buffer;
+}
 
 /** Runs one command in the session's machine with the given environment and collects its output. */
 export type DesktopRunner = (request: { argv: string[]; env: Record<string, string>; timeoutMs: number }) => Promise<CollectedOutput>;

@@ -164,8 +164,6 @@ export class DesktopTools {
         cwd: '/',
         env: request.env,
         timeoutMs: request.timeoutMs,
-        // each desktop command ends at once and leaves no process behind
-        transient: true,
         onStdout: (chunk) => stdout.push(chunk),
         onStderr: (chunk) => stderr.push(chunk),
       });

@@ -128,12 +128,13 @@ export class ForkService {
   private async sourceSnapshot(source: ForkSource): Promise<{ snapshot: SnapshotRecord; takenNow: boolean }> {
     const { records, snapshots } = this.deps;
     if (source.snapshotId !== undefined) {
-      const snapshot = await snapshots.restorable(source.snapshotId);
-      if ('sessionId' in source && source.sessionId !== snapshot.sessionId) {
-        throw new AirlockError('INVALID_ARGUMENTS', `snapshot ${snapshot.id} belongs to session ${snapshot.sessionId}, not ${source.sessionId}`, {
-          details: { snapshotId: snapshot.id, sessionId: source.sessionId },
+      // Another session's snapshot is not found among this one's, whatever its state: nothing about it is told.
+      if ('sessionId' in source && source.sessionId !== (await snapshots.get(source.snapshotId)).sessionId) {
+        throw new AirlockError('SNAPSHOT_NOT_FOUND', `session ${source.sessionId} has no snapshot ${source.snapshotId}; list its snapshots with \`airlock snapshots ls --session ${source.sessionId}\``, {
+          details: { snapshotId: source.snapshotId, sessionId: source.sessionId },
         });
       }
+      const snapshot = await snapshots.restorable(source.snapshotId);
       if (hasDiskCopy(snapshot)) return { snapshot, takenNow: false };
       const owner = await records.get(snapshot.sessionId);
       if (owner.state === 'suspended' && owner.resumeSnapshotId === snapshot.id) return { snapshot: await snapshots.fromSuspended(owner.id, { reason: 'fork' }), takenNow: true };

@@ -13,7 +13,9 @@ import type { SandboxHandle } from './sandbox-driver.js';
 import type { SandboxDrivers } from './sandbox-drivers.js';
 import type { Store } from './store.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { toAirlockError } from './errors.js';
+import { isAirlockError, toAirlockError } from './errors.js';
+import { desktopSize } from './desktop-size.js';
+import type { SessionContract } from './session-contract.js';
 
 /** When hooks run: after a fresh start (`on-start`: the desktop image starts its display here), a fork or a resume. */
 export type HookPhase = 'on-start' | 'on-fork' | 'on-resume';
@@ -47,9 +49,6 @@ export interface LifecycleHooksOptions {
   outputLimit?: number;
 }
 
-// Lists regular executable files, in the shell's (sorted) glob order; builtins only.
-const LIST_SCRIPT = 'for f in "$1"/*; do [ -f "$f" ] && [ -x "$f" ] && echo "$f"; done; exit 0';
-
 /** Finds and runs the hooks of a phase in a machine, recording each in the audit log. */
 export class LifecycleHooks {
   private readonly drivers: SandboxDrivers;
@@ -71,19 +70,7 @@ export class LifecycleHooks {
     const dir = `${HOOKS_ROOT}/${phase}.d`;
     const results: HookResult[] = [];
     try {
-      let listing = '';
-      // transient: the listing leaves nothing behind, so the driver's fast path is safe.
-      const driver = this.drivers.forHandle(handle);
-      const listed = await driver.exec(handle, {
-        argv: [driver.toolboxPath, 'sh', '-c', LIST_SCRIPT, 'airlock-hooks', dir],
-        cwd: '/',
-        env: {},
-        timeoutMs: 10_000,
-        transient: true,
-        onStdout: (chunk) => (listing += chunk.toString()),
-      });
-      if (listed.exitCode !== 0) throw new Error(`listing ${dir} exited with ${listed.exitCode}`);
-      const hooks = listing.split('\n').filter((line) => line.startsWith(`${dir}/`) && !line.slice(dir.length + 1).includes('/'));
+      const hooks = await this.find(handle, dir);
       for (const path of hooks) {
         const result = await this.runOne(handle, path, { ...env, AIRLOCK_HOOK: phase });
         results.push(result);
@@ -96,10 +83,23 @@ export class LifecycleHooks {
     return results;
   }
 
+  /** Regular executable files of `dir` (or links to them), in name order; none when it does not exist. */
+  private async find(handle: SandboxHandle, dir: string): Promise<string[]> {
+    const entries = await this.drivers.forHandle(handle).files.list(handle, dir).catch((error: unknown) => {
+      if (isAirlockError(error, 'FILE_NOT_FOUND') || isAirlockError(error, 'NOT_A_DIRECTORY')) return [];
+      throw error;
+    });
+    const hooks: string[] = [];
+    for (const entry of entries) {
+      const info = entry.type === 'symlink' ? await this.drivers.forHandle(handle).files.stat(handle, entry.path, { followLast: true }).catch(() => undefined) : entry;
+      if (info?.type === 'file' && (Number.parseInt(info.mode, 8) & 0o111) !== 0) hooks.push(entry.path);
+    }
+    return hooks;
+  }
+
   private async runOne(handle: SandboxHandle, path: string, env: Record<string, string>): Promise<HookResult> {
     const stdout = new BoundedText(this.outputLimit);
     const stderr = new BoundedText(this.outputLimit);
-    // Not transient: a hook may (re)start a background process, which must survive later checkpoints.
     const outcome = await this.drivers.forHandle(handle).exec(handle, {
       argv: [path],
       cwd: '/',
@@ -135,4 +135,10 @@ class BoundedText {
   text(): string {
     return Buffer.concat(this.chunks).toString('utf8') + (this.truncated ? '\n[truncated]' : '');
   }
+}
+
+/** What on-start hooks learn from the contract: the display size a desktop image starts with. */
+export function startEnvironment(contract: SessionContract): Record<string, string> {
+  const { width, height } = desktopSize({ contract });
+  return { AIRLOCK_DESKTOP_WIDTH: String(width), AIRLOCK_DESKTOP_HEIGHT: String(height) };
 }

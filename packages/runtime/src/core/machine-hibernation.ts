@@ -26,7 +26,7 @@ import { machineHandle, requireMachine, type SessionMeters, type SessionRecord }
 
 /** Why a machine is woken: recorded with the wake, so that every resume says what asked for it. */
 export interface WakeReason {
-  reason: 'manual' | 'call' | 'port' | 'keep-awake';
+  reason: 'manual' | 'call' | 'port' | 'keep-awake' | 'takeover';
   /** the tool call that needed the machine */
   callId?: string;
   tool?: string;

@@ -9,11 +9,16 @@
  * names its sandboxes (`sandboxIdFor`) and reports the session of each one
  * it lists, so core never parses an id; every handle carries its driver's
  * name; and `capabilities` says what core may rely on (pause, resize,
- * snapshot, fork, network, a disk shared live with per-call sandboxes).
+ * snapshot, fork, network, a disk shared live with per-call sandboxes,
+ * terminals). Everything a call does inside a running sandbox goes through
+ * the driver's own operations (exec with detach, `files`, `processes`,
+ * `signal`, `openTerminal`, `health`), served by the in-sandbox agent; there
+ * is no in-sandbox toolbox and no faster "transient" exec path.
  */
 import type { Duplex } from 'node:stream';
 import { AirlockError } from './errors.js';
 import type { FilesystemRules } from './session-contract.js';
+import type { SandboxFiles } from './sandbox-files.js';
 
 /** What a driver can do, declared instead of throwing "not implemented". */
 export interface DriverCapabilities {
@@ -32,6 +37,8 @@ export interface DriverCapabilities {
    * host directory both see live); false: one sandbox at a time holds the disk (a block device)
    */
   sharedDisk: boolean;
+  /** commands on a pseudo-terminal (`openTerminal`) */
+  terminal: boolean;
 }
 
 /** A filesystem handed to a sandbox: a host directory, or an image file the driver attaches as a block device. */
@@ -93,6 +100,11 @@ export interface SandboxSpec {
   env: Record<string, string>;
   /** run the given argv once and exit instead of starting a long-lived machine */
   oneShot?: { argv: string[] };
+  /**
+   * A throw-away machine over the session disk (per-call file work): its
+   * root layer lives in memory and goes with it; only /workspace persists.
+   */
+  scratch?: boolean;
   /** absent: no network at all (loopback only); present: a namespace whose only way out is the egress gateway */
   network?: SandboxNetwork;
   /**
@@ -151,11 +163,11 @@ export interface ExecRequest {
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
   /**
-   * The command is short-lived and leaves no process behind (the control
-   * plane's own file operations): a driver may take a faster path that would
-   * not let background processes survive a checkpoint.
+   * Start the command in its own session and answer at once with its pid
+   * (a service); its output goes to `logPath` (made with its parents), or
+   * nowhere. A command that cannot start fails the call as usual.
    */
-  transient?: boolean;
+  detach?: { logPath?: string };
 }
 
 /** How a command ended. */
@@ -168,6 +180,8 @@ export interface ExecOutcome {
   durationMs: number;
   /** of durationMs, the time before the command itself started (sandbox boot, exec setup), when the driver knows it */
   startMs?: number;
+  /** the pid of a detached command that started */
+  pid?: number;
 }
 
 /** Host resource use of one sandbox, for metering. */
@@ -202,6 +216,50 @@ export interface SandboxIdentity {
   entropy: Uint8Array;
 }
 
+/** One process inside a sandbox. */
+export interface SandboxProcess {
+  pid: number;
+  parentPid: number;
+  /** process group */
+  group: number;
+  /** one letter, as in /proc/PID/stat: R, S, D, T, Z… */
+  state: string;
+  /** the kernel's short name of the program */
+  name: string;
+  argv: string[];
+}
+
+/** Whether the machine's command slot answers (a live sandbox can still be wedged). */
+export interface SandboxHealth {
+  answering: boolean;
+  /** round trip of the probe, when it answered */
+  latencyMs?: number;
+  /** why not: paused, stopped, no-agent, protocol, timeout… */
+  reason?: string;
+  /** what the driver did to bring it back (e.g. "continued a stopped agent") */
+  repaired?: string;
+}
+
+/** A command to run on a pseudo-terminal. */
+export interface TerminalRequest {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  rows: number;
+  columns: number;
+}
+
+/** An interactive command: bytes in and out through `stream`. */
+export interface SandboxTerminal {
+  /** write keystrokes, read the terminal's output; destroying it kills the command */
+  stream: Duplex;
+  resize(rows: number, columns: number): void;
+  /** sends a signal (default SIGKILL) to the command's process group */
+  kill(signal?: number): void;
+  /** settles when the command ended */
+  exited: Promise<ExecOutcome>;
+}
+
 /** The versioned sandbox driver contract. */
 export interface SandboxDriver {
   readonly specificationVersion: 'v2';
@@ -210,8 +268,8 @@ export interface SandboxDriver {
   readonly capabilities: DriverCapabilities;
   /** the forms of root filesystem and session disk `start`, `restore` and `runOnce` take */
   readonly volumes: DriverVolumes;
-  /** Path inside every sandbox of a static busybox that file operations may use. */
-  readonly toolboxPath: string;
+  /** File operations inside running sandboxes, resolved by the sandbox's own view (sandbox-files.ts). */
+  readonly files: SandboxFiles;
 
   /** What this driver runs sandboxes with (a guest kernel's digest, the accelerator, a runtime version), for the audit log. */
   describeRuntime?(): Promise<Record<string, string>>;
@@ -243,6 +301,14 @@ export interface SandboxDriver {
   usage(handle: SandboxHandle): Promise<SandboxUsage>;
   /** Whether the sandbox is alive. */
   status(handle: SandboxHandle): Promise<SandboxListing['status'] | 'missing'>;
+  /** Whether a live sandbox's command slot answers; repairs what it safely can (a stopped agent). */
+  health(handle: SandboxHandle): Promise<SandboxHealth>;
+  /** Every process of a running sandbox. */
+  processes(handle: SandboxHandle): Promise<SandboxProcess[]>;
+  /** Sends a signal (name or number) to one process of a running sandbox. */
+  signal(handle: SandboxHandle, pid: number, signal: string | number): Promise<void>;
+  /** Starts a command on a pseudo-terminal (capability `terminal`). */
+  openTerminal(handle: SandboxHandle, request: TerminalRequest): Promise<SandboxTerminal>;
   /**
    * Kills and removes the sandbox and everything the driver made for it (idempotent). Works from
    * the sandbox id alone (empty driverData): a crash may have left a sandbox whose handle was never stored.
@@ -254,7 +320,7 @@ export interface SandboxDriver {
    * A byte stream to TCP `port` on the sandbox's own loopback (the sandbox
    * has no network of its own). Ending the writable side half-closes the
    * connection; destroying the stream closes it. Fails with PORT_UNREACHABLE
-   * when nothing listens there.
+   * when nothing listens there (at once, or on the stream's first read).
    */
   connect(handle: SandboxHandle, port: number): Promise<Duplex>;
 }

@@ -229,6 +229,19 @@ export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileR
         report.rolledBack.push(session.id);
         return;
       }
+      case 'restart': {
+        // The old machine may be gone and the new one never recorded (the orphan sweep below removes it):
+        // the disk is all that is sure, so the session says so and can be restarted again.
+        if (handle) await driver.destroy(handle);
+        await records.transition(
+          session.id,
+          'fail',
+          { type: 'session.reconciled', data: { outcome: 'failed', interrupted: 'restart' } },
+          { sandbox: null, failure: { code: 'INTERNAL', message: 'the server stopped while the machine was being restarted; its disk is kept: restart it again' } },
+        );
+        report.failed.push(session.id);
+        return;
+      }
       case 'terminate': {
         if (handle) await driver.destroy(handle);
         await disks.destroy(session.id);
@@ -265,6 +278,11 @@ export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileR
       return;
     }
     if (session.state === 'failed' && !session.pendingOperation) return;
+    // Still silent, or not: a degraded session stays so until a restart (its cause is in the record).
+    if (session.state === 'degraded' && !session.pendingOperation && alive) {
+      report.adopted.push(session.id);
+      return;
+    }
     if (handle) await driver.destroy(handle);
     await records.transition(
       session.id,

@@ -6,7 +6,7 @@
  * leaves a session that the reconciler can bring back to a resumable state.
  */
 import { AirlockError, isAirlockError, toAirlockError } from './errors.js';
-import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources } from './sandbox-driver.js';
+import type { ExecOutcome, ExecRequest, SandboxDriver, SandboxHandle, SandboxResources, SandboxSpec } from './sandbox-driver.js';
 import { requireCapability, type SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { ImageCatalog } from './image-catalog.js';
@@ -18,8 +18,8 @@ import type { SnapshotDisposal } from './snapshot-disposal.js';
 import type { Store } from './store.js';
 import type { MachineHibernation, WakeReason } from './machine-hibernation.js';
 import type { UsageMeter } from './usage-meter.js';
-import type { LifecycleHooks } from './lifecycle-hooks.js';
-import { desktopSize } from './desktop-size.js';
+import { startEnvironment, type LifecycleHooks } from './lifecycle-hooks.js';
+import { MachineRestarts } from './machine-restarts.js';
 import { newId } from './ids.js';
 import { type SessionLocks } from './session-locks.js';
 import { assertTransition } from './session-transitions.js';
@@ -77,9 +77,11 @@ export class SessionService {
   /** the drivers of sessions, by name */
   readonly drivers: SandboxDrivers;
   private readonly deps: SessionServiceDeps;
+  private readonly restarts: MachineRestarts;
 
   constructor(deps: SessionServiceDeps) {
     this.deps = deps;
+    this.restarts = new MachineRestarts(deps);
     this.locks = deps.locks;
     this.usage = deps.usage;
     this.records = deps.records;
@@ -197,6 +199,15 @@ export class SessionService {
     return this.locks.exclusive(id, async () => this.deps.hibernation.resume(await this.get(id), { reason: 'manual' }));
   }
 
+  /**
+   * Starts a fresh machine on the session's disk in place of the one it has
+   * (running, paused, degraded) or had (failed): files kept, processes lost.
+   */
+  async restart(id: string, by = 'api'): Promise<SessionRecord> {
+    await this.getOwned(id);
+    return this.locks.exclusive(id, async () => this.restarts.restart(await this.get(id), by));
+  }
+
   /** Freezes the machine in place: no CPU, memory kept. */
   async pause(id: string, reason: 'manual' | 'idle' = 'manual'): Promise<SessionRecord> {
     await this.getOwned(id);
@@ -273,6 +284,7 @@ export class SessionService {
           return { result: await work(session.sandbox, session), resumeMs };
         } catch (error) {
           if (isAirlockError(error, 'SANDBOX_DIED')) await this.recordDeath(session.id, error);
+          if (isAirlockError(error, 'SANDBOX_NOT_ANSWERING')) await this.restarts.checkAfterSilence(session, session.sandbox, error);
           throw error;
         } finally {
           // Still under the lock: idleness counts from the end of the work, before anyone may put the machine to sleep.
@@ -307,11 +319,38 @@ export class SessionService {
 
   /**
    * Runs one command in a fresh sandbox over the session's disk (per-call
-   * mode, or an ephemeral call of a machine session). Holds the shared lock,
-   * so it never sees a disk in the middle of a suspend. A failed session
-   * whose disk is kept still runs these: it is how its files are recovered.
+   * mode, or an ephemeral call of a machine session).
    */
   async runEphemeral(id: string, request: Omit<ExecRequest, 'argv'> & { argv: string[] }): Promise<ExecOutcome> {
+    return this.withEphemeralSpec(id, 'run the command on the machine (without --ephemeral)', async (spec, driver) => {
+      const outcome = await driver.runOnce({ ...spec, oneShot: { argv: request.argv } }, request);
+      await this.usage.chargePerCall(id, outcome.durationMs);
+      return outcome;
+    });
+  }
+
+  /**
+   * Runs `work` on a throw-away sandbox over the session's disk (file calls of
+   * per-call sessions and of failed ones), destroyed afterwards.
+   */
+  async withScratchSandbox<T>(id: string, work: (handle: SandboxHandle) => Promise<T>): Promise<T> {
+    return this.withEphemeralSpec(id, 'work on its files through the machine', async (spec, driver) => {
+      const handle = await driver.start({ ...spec, scratch: true });
+      try {
+        return await work(handle);
+      } finally {
+        await driver.destroy(handle);
+      }
+    });
+  }
+
+  /**
+   * A spec for a fresh sandbox over the session's disk, under the shared
+   * lock, so it never sees a disk in the middle of a suspend. A failed
+   * session whose disk is kept still gets one: it is how its files are
+   * recovered. `instead` says what to do when the disk is the machine's alone.
+   */
+  private async withEphemeralSpec<T>(id: string, instead: string, work: (spec: SandboxSpec, driver: SandboxDriver) => Promise<T>): Promise<T> {
     const { disks, images, specs } = this.deps;
     return this.locks.shared(id, async () => {
       const session = await this.getOwned(id);
@@ -320,24 +359,18 @@ export class SessionService {
         requireCallableState(session);
       }
       const driver = this.driverOf(session);
-      const run = async (): Promise<ExecOutcome> => {
+      const run = async (): Promise<T> => {
         const image = await images.get(session.imageName);
         const spec = await specs.specFor(session, image, newId('c').slice(2, 12));
-        const outcome = await driver.runOnce({ ...spec, oneShot: { argv: request.argv } }, request);
-        await this.usage.chargePerCall(id, outcome.durationMs);
-        return outcome;
+        return work(spec, driver);
       };
       if (driver.capabilities.sharedDisk) return run();
       // A block-device disk has one user at a time: never beside the session's machine (whose kernel caches
       // it, suspended or not), and per-call sandboxes one after another.
       if (session.mode === 'machine' && session.state !== 'failed') {
-        throw new AirlockError(
-          'INVALID_STATE',
-          `session ${id} runs on the ${driver.name} driver, whose machine holds the session disk: run the command on the machine (without --ephemeral)`,
-          {
-            details: { sessionId: id, driver: driver.name },
-          },
-        );
+        throw new AirlockError('INVALID_STATE', `session ${id} runs on the ${driver.name} driver, whose machine holds the session disk: ${instead}`, {
+          details: { sessionId: id, driver: driver.name },
+        });
       }
       return this.locks.exclusive(`${id}#disk`, run);
     });
@@ -386,12 +419,6 @@ function chooseDriver(input: CreateSessionInput, fallback: string): string {
 /** What the driver runs sandboxes with, for the audit log; nothing when it cannot say (never fatal). */
 async function runtimeOf(driver: SandboxDriver): Promise<Record<string, string>> {
   return (await driver.describeRuntime?.().catch(() => undefined)) ?? {};
-}
-
-/** What on-start hooks learn from the contract: the display size a desktop image starts with. */
-function startEnvironment(contract: SessionContract): Record<string, string> {
-  const { width, height } = desktopSize({ contract });
-  return { AIRLOCK_DESKTOP_WIDTH: String(width), AIRLOCK_DESKTOP_HEIGHT: String(height) };
 }
 
 /** Resources of a session from its contract, with defaults. */

@@ -4,7 +4,8 @@
  * decides a session's `state` or `pendingOperation`: `SessionRecords` applies
  * this table, and every other module asks it for a transition by name.
  *
- *   creating → running ⇄ paused ⇄ suspended → terminated, and failed
+ *   creating → running ⇄ paused ⇄ suspended → terminated, and failed;
+ *   running/paused → degraded (the machine stopped answering) → restart → running
  *
  * Long operations are two steps, `begin-*` (recorded before the sandbox is
  * touched) and `finish-*` or `cancel-*`, so that a restart after a crash
@@ -29,7 +30,11 @@ export type SessionOperation =
   | 'finish-terminate'
   | 'adopt-running'
   | 'adopt-paused'
-  | 'settle-suspended';
+  | 'settle-suspended'
+  | 'degrade'
+  | 'begin-restart'
+  | 'finish-restart'
+  | 'cancel-restart';
 
 /** One row of the table. */
 interface TransitionRule {
@@ -43,7 +48,9 @@ interface TransitionRule {
   verb: string;
 }
 
-const LIVE: readonly SessionState[] = ['creating', 'running', 'paused', 'suspended', 'failed'];
+const LIVE: readonly SessionState[] = ['creating', 'running', 'paused', 'suspended', 'degraded', 'failed'];
+/** What `restart` starts from: a machine that is there (answering or not), or one that died with its disk kept. */
+const RESTARTABLE: readonly SessionState[] = ['running', 'paused', 'degraded', 'failed'];
 
 /** The table. */
 export const SESSION_TRANSITIONS: Readonly<Record<SessionOperation, TransitionRule>> = {
@@ -62,11 +69,16 @@ export const SESSION_TRANSITIONS: Readonly<Record<SessionOperation, TransitionRu
   'adopt-running': { from: ['running', 'paused'], pending: 'any', to: 'running', pendingAfter: null, verb: 'adopt' },
   'adopt-paused': { from: ['running', 'paused'], pending: 'any', to: 'paused', pendingAfter: null, verb: 'adopt' },
   'settle-suspended': { from: ['suspended'], pending: 'any', to: 'suspended', pendingAfter: null, verb: 'settle' },
+  degrade: { from: ['running', 'paused'], pending: 'none', to: 'degraded', pendingAfter: null, verb: 'mark degraded' },
+  'begin-restart': { from: RESTARTABLE, pending: 'none', to: 'same', pendingAfter: 'restart', verb: 'restart' },
+  'finish-restart': { from: RESTARTABLE, pending: 'restart', to: 'running', pendingAfter: null, verb: 'finish restarting' },
+  'cancel-restart': { from: RESTARTABLE, pending: 'restart', to: 'same', pendingAfter: null, verb: 'cancel the restart of' },
 };
 
 const HINT: Partial<Record<SessionState, string>> = {
   terminated: 'it was terminated; create a new session',
-  failed: 'it failed; read its failure with `airlock sessions get` and terminate it',
+  failed: 'it failed; read its failure with `airlock sessions get`, then restart or terminate it',
+  degraded: 'its machine stopped answering; restart it with `airlock sessions restart` or terminate it',
   suspended: 'it is suspended; resume it first',
   running: 'it is already running',
   paused: 'it is paused; the next call wakes it',

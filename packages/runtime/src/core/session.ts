@@ -10,10 +10,14 @@ import type { SessionContract } from './session-contract.js';
 import { AirlockError } from './errors.js';
 
 /** Lifecycle states of a session. */
-export type SessionState = 'creating' | 'running' | 'paused' | 'suspended' | 'terminated' | 'failed';
+/**
+ * `degraded`: the machine is there but its command slot stopped answering (the agent wedged or gone);
+ * calls are refused with the cause until `restart` starts a fresh machine on the same disk.
+ */
+export type SessionState = 'creating' | 'running' | 'paused' | 'suspended' | 'degraded' | 'terminated' | 'failed';
 
 /** Operations that move a session between states; recorded while in flight. */
-export type LifecycleOperation = 'create' | 'suspend' | 'resume' | 'pause' | 'unpause' | 'terminate' | 'resize';
+export type LifecycleOperation = 'create' | 'suspend' | 'resume' | 'pause' | 'unpause' | 'terminate' | 'resize' | 'restart';
 
 /** How tool calls of a session execute. */
 export type ExecutionMode = 'machine' | 'per-call';
@@ -175,6 +179,13 @@ export function requireCallableState(session: SessionRecord): void {
     throw new AirlockError('SESSION_BUSY', `session ${session.id} is being ${session.state === 'creating' ? 'created' : 'terminated'}; retry in a moment`, {
       details: { sessionId: session.id, state: session.state },
     });
+  }
+  if (session.state === 'degraded') {
+    throw new AirlockError(
+      'SESSION_DEGRADED',
+      `session ${session.id} cannot run tool calls: its machine stopped answering (${session.failure?.message ?? 'unknown cause'}). Restart it with \`airlock sessions restart ${session.id}\` (a fresh machine on the same disk: files kept, processes lost), or terminate it`,
+      { details: { sessionId: session.id, state: session.state, cause: session.failure?.code ?? null } },
+    );
   }
   if (session.state === 'terminated' || session.state === 'failed') {
     const why =

@@ -10,6 +10,7 @@ import type { SessionRecord, SessionState } from './session.js';
 import type { AuditHead, AuditRecord } from '../audit/audit-record.js';
 import type { ApprovalRecord, ApprovalState } from './approval.js';
 import type { SnapshotRecord } from './snapshot.js';
+import type { ApiTokenRecord, TenantRecord } from './tenancy.js';
 
 /** Filters for listing sessions. */
 export interface SessionQuery {
@@ -49,6 +50,14 @@ export interface StoreReader {
   getSnapshot(id: string): Promise<SnapshotRecord | undefined>;
   listSnapshots(query?: { sessionId?: string }): Promise<SnapshotRecord[]>;
   getSetting(name: StoreSetting): Promise<string | undefined>;
+  getToken(id: string): Promise<ApiTokenRecord | undefined>;
+  /** The token whose secret hashes to `secretHash` (revoked ones included: the caller decides). */
+  findTokenBySecretHash(secretHash: string): Promise<ApiTokenRecord | undefined>;
+  /** Every token, oldest first. */
+  listTokens(): Promise<ApiTokenRecord[]>;
+  getTenant(name: string): Promise<TenantRecord | undefined>;
+  /** Tenants with settings, by name. */
+  listTenants(): Promise<TenantRecord[]>;
 }
 
 /** One transaction: reads see its own writes; nothing is visible to others before it commits. */
@@ -71,6 +80,11 @@ export interface StoreTransaction extends StoreReader {
   insertSnapshot(snapshot: SnapshotRecord): Promise<void>;
   updateSnapshot(snapshot: SnapshotRecord): Promise<void>;
   setSetting(name: StoreSetting, value: string): Promise<void>;
+  insertToken(token: ApiTokenRecord): Promise<void>;
+  /** Replaces a token's record (revocation, last use); false when there is no such token. */
+  updateToken(token: ApiTokenRecord): Promise<boolean>;
+  /** Creates or replaces a tenant's settings. */
+  putTenant(tenant: TenantRecord): Promise<void>;
   /** Runs `callback` once the transaction committed (never when it rolls back). */
   afterCommit(callback: () => void): void;
 }

@@ -5,16 +5,16 @@
  */
 import { AirlockError } from './errors.js';
 import type { AuthorizationContext } from './authorizer.js';
-import type { ExecRequest } from './sandbox-driver.js';
+import type { ExecRequest, SandboxHandle } from './sandbox-driver.js';
 import type { SessionService } from './session-service.js';
 import type { SessionRecord } from './session.js';
 import type { ToolCall } from './tool-call.js';
 import type { DesktopTools } from './desktop-tools.js';
 import type { DesktopAction } from './desktop-action-schema.js';
 import { decodeContent, type ToolArguments } from './tool-schemas.js';
-import { FileOperations, type CollectedOutput, type SandboxRunner } from './file-operations.js';
+import { FileOperations } from './file-operations.js';
 import { OutputCollector, encodeOutput } from './output-collector.js';
-import { DETACHED_LOG_DIR, detachedArgv, detachedPid } from './detached-command.js';
+import { DETACHED_LOG_DIR } from './detached-command.js';
 import { newId } from './ids.js';
 import type { LineageTools } from './lineage-tools.js';
 import type { CallTiming } from './tool-call-outcome.js';
@@ -43,14 +43,14 @@ export class ToolExecutor {
     private readonly desktop: DesktopTools,
   ) {}
 
-  /** File operations through the toolbox of the session's driver. */
+  /** File operations through the session's driver. */
   private filesOf(session: SessionRecord): FileOperations {
-    return new FileOperations(this.sessions.driverOf(session).toolboxPath);
+    return new FileOperations(this.sessions.driverOf(session));
   }
 
   /** The canonical path as the session's sandbox resolves it. */
   async canonicalPath(session: SessionRecord, lexicalPath: string, followLast: boolean, wake: WakeReason): Promise<string> {
-    const { result } = await this.onSession(session, wake, (run) => this.filesOf(session).canonical(run, lexicalPath, followLast));
+    const { result } = await this.onSession(session, wake, (handle) => this.filesOf(session).canonical(handle, lexicalPath, followLast));
     return result;
   }
 
@@ -85,8 +85,7 @@ export class ToolExecutor {
         const stdout = new OutputCollector();
         const stderr = new OutputCollector();
         const logPath = args.detach ? `${DETACHED_LOG_DIR}/${newId('proc')}.log` : undefined;
-        const command = args.argv ?? ['/bin/sh', '-c', args.command ?? ''];
-        const argv = logPath ? detachedArgv(this.sessions.driverOf(session).toolboxPath, command, logPath) : command;
+        const argv = args.argv ?? ['/bin/sh', '-c', args.command ?? ''];
         // A per-call sandbox lives at most as long as the contract allows, whatever the call asked for.
         const limitMs = ephemeral ? perCallLimitMs(session) : undefined;
         const timeoutMs = limitMs === undefined ? args.timeoutMs : Math.min(args.timeoutMs, limitMs);
@@ -105,6 +104,7 @@ export class ToolExecutor {
           },
         };
         if (args.stdin !== undefined) request.stdin = decodeContent(args.stdin, args.stdinEncoding);
+        if (logPath) request.detach = { logPath };
         if (streams.signal) request.signal = streams.signal;
         let resumeMs = 0;
         const outcome = ephemeral
@@ -131,27 +131,27 @@ export class ToolExecutor {
           ...(limitMs !== undefined && limitMs < args.timeoutMs && outcome.timedOut
             ? { limitedBy: 'contract.perCall.maxSeconds', maxDurationMs: limitMs }
             : {}),
-          ...(logPath && outcome.exitCode === 0 ? { detached: true, pid: detachedPid(stdout.bytes()) ?? null, logPath } : {}),
+          ...(logPath && outcome.exitCode === 0 ? { detached: true, pid: outcome.pid ?? null, logPath } : {}),
         };
         const startMs = Math.min(outcome.startMs ?? 0, outcome.durationMs);
         return finish(result, resumeMs, outcome.durationMs - startMs, outcome.exitCode !== 0, startMs);
       }
       case 'files.read': {
         const args = rawArgs as ToolArguments<'files.read'>;
-        const { result: read, resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).read(run, path, args.maxBytes));
+        const { result: read, resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).read(handle, path, args.maxBytes));
         const encoded = args.encoding === 'base64' ? { data: read.content.toString('base64'), encoding: 'base64' as const } : encodeOutput(read.content, read.truncated);
         return finish({ path, content: encoded.data, encoding: encoded.encoding, size: read.size, bytes: read.content.length, truncated: read.truncated }, resumeMs, Date.now() - started, false);
       }
       case 'files.write': {
         const args = rawArgs as ToolArguments<'files.write'>;
         const content = decodeContent(args.content, args.encoding);
-        const { resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).write(run, path, content, { createParents: args.createParents }));
+        const { resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).write(handle, path, content, { createParents: args.createParents }));
         return finish({ path, bytes: content.length }, resumeMs, Date.now() - started, false);
       }
       case 'files.edit': {
         const args = rawArgs as ToolArguments<'files.edit'>;
-        const { result: replacements, resumeMs } = await this.onSession(session, wake, async (run) => {
-          const read = await this.filesOf(session).read(run, path, 64 * 1024 * 1024);
+        const { result: replacements, resumeMs } = await this.onSession(session, wake, async (handle) => {
+          const read = await this.filesOf(session).read(handle, path, 64 * 1024 * 1024);
           if (read.truncated) throw new AirlockError('PAYLOAD_TOO_LARGE', `${path} is larger than 64 MiB; edit it with exec instead`, { details: { path } });
           const text = read.content.toString('utf8');
           const count = text.split(args.oldString).length - 1;
@@ -160,26 +160,26 @@ export class ToolExecutor {
             throw new AirlockError('EDIT_AMBIGUOUS', `oldString occurs ${count} times in ${path}; add surrounding lines to make it unique, or pass replaceAll`, { details: { path, occurrences: count } });
           }
           const next = args.replaceAll ? text.split(args.oldString).join(args.newString) : text.replace(args.oldString, () => args.newString);
-          await this.filesOf(session).write(run, path, Buffer.from(next, 'utf8'), { createParents: false });
+          await this.filesOf(session).write(handle, path, Buffer.from(next, 'utf8'), { createParents: false });
           return count;
         });
         return finish({ path, replacements }, resumeMs, Date.now() - started, false);
       }
       case 'files.list': {
-        const { result: entries, resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).list(run, path));
+        const { result: entries, resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).list(handle, path));
         return finish({ path, entries }, resumeMs, Date.now() - started, false);
       }
       case 'files.stat': {
-        const { result: info, resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).stat(run, path));
+        const { result: info, resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).stat(handle, path));
         return finish({ ...info }, resumeMs, Date.now() - started, false);
       }
       case 'files.remove': {
         const args = rawArgs as ToolArguments<'files.remove'>;
-        const { resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).remove(run, path, args.recursive));
+        const { resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).remove(handle, path, args.recursive));
         return finish({ path, removed: true }, resumeMs, Date.now() - started, false);
       }
       case 'files.mkdir': {
-        const { resumeMs } = await this.onSession(session, wake, (run) => this.filesOf(session).mkdir(run, path));
+        const { resumeMs } = await this.onSession(session, wake, (handle) => this.filesOf(session).mkdir(handle, path));
         return finish({ path, created: true }, resumeMs, Date.now() - started, false);
       }
       case 'snapshot': {
@@ -213,37 +213,11 @@ export class ToolExecutor {
    * Runs file work on the session: on its machine, or in a fresh sandbox over
    * its disk for per-call sessions and for failed ones (whose machine is gone).
    */
-  private async onSession<T>(session: SessionRecord, wake: WakeReason, work: (run: SandboxRunner) => Promise<T>): Promise<{ result: T; resumeMs: number }> {
+  private async onSession<T>(session: SessionRecord, wake: WakeReason, work: (handle: SandboxHandle) => Promise<T>): Promise<{ result: T; resumeMs: number }> {
     if (session.mode === 'per-call' || session.state === 'failed') {
-      const run: SandboxRunner = (request) => this.collect((r) => this.sessions.runEphemeral(session.id, { ...r, argv: request.argv }), request);
-      return { result: await work(run), resumeMs: 0 };
+      return { result: await this.sessions.withScratchSandbox(session.id, work), resumeMs: 0 };
     }
-    return this.sessions.withMachine(
-      session.id,
-      (handle) => {
-        const run: SandboxRunner = (request) => this.collect((r) => this.sessions.drivers.forHandle(handle).exec(handle, { ...r, argv: request.argv }), request);
-        return work(run);
-      },
-      wake,
-    );
-  }
-
-  private async collect(
-    execute: (request: Omit<ExecRequest, 'argv'>) => Promise<import('./sandbox-driver.js').ExecOutcome>,
-    request: Pick<ExecRequest, 'argv' | 'stdin' | 'timeoutMs'>,
-  ): Promise<CollectedOutput> {
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    const outcome = await execute({
-      cwd: '/',
-      env: {},
-      timeoutMs: request.timeoutMs,
-      transient: true,
-      ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
-      onStdout: (chunk) => stdout.push(chunk),
-      onStderr: (chunk) => stderr.push(chunk),
-    });
-    return { ...outcome, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) };
+    return this.sessions.withMachine(session.id, (handle) => work(handle), wake);
   }
 }
 

@@ -31,6 +31,7 @@ import type { TraceContext, Tracer } from './tracer.js';
 import { toolCallSpan } from './tool-call-span.js';
 import { appendCallRecord, auditContext, auditedWrite, auditResult, decisionEvent, errorValue } from './tool-call-audit.js';
 import { DesktopScreening, unseenDesktopContext } from './desktop-screening.js';
+import type { TerminalTakeovers } from './terminal-takeovers.js';
 import type { DesktopTools } from './desktop-tools.js';
 import type { DesktopAction } from './desktop-action-schema.js';
 import { breakerAfter, CallAdmission, recordTrip } from './call-admission.js';
@@ -64,6 +65,8 @@ export interface ToolPipelineDeps {
   approvals: ApprovalService;
   /** the desktop tools, for what a desktop call sees before its second decision */
   desktop: DesktopTools;
+  /** takeover terminals: while a person holds the session, its calls wait (absent: no terminals) */
+  terminals?: TerminalTakeovers;
   clock?: Clock;
   /** receives one span per call (optional) */
   tracer?: Tracer;
@@ -247,8 +250,8 @@ export class ToolPipeline {
     context: AuthorizationContext,
     wake: { reason: 'call'; callId: string; tool: ToolName },
   ): Promise<{ kind: 'resolved'; context: AuthorizationContext } | { kind: 'refused'; outcome: ToolCallOutcome }> {
-    // Writes replace a final symlink instead of following it; reads follow it.
-    const followLast = context.access === 'read' || call.tool === 'files.edit';
+    // Writes replace a final symlink instead of following it, and a stat describes the link itself; reads follow it.
+    const followLast = (context.access === 'read' && call.tool !== 'files.stat') || call.tool === 'files.edit';
     let canonical: string;
     try {
       canonical = await this.deps.executor.canonicalPath(session, context.path, followLast, wake);
@@ -305,9 +308,10 @@ export class ToolPipeline {
   ): Promise<ToolCallOutcome> {
     let ran: Awaited<ReturnType<ToolExecutor['run']>>;
     try {
-      // A desktop action waiting for a person to hand the desktop back says so in the audit log.
+      // A call waiting for a person to hand the session (or its desktop) back says so in the audit log.
       const onWaiting = (reason: 'TAKEOVER') =>
         void this.write((tx) => appendCallRecord(this.deps.audit, tx, 'tool-call.waiting', call, { reason })).catch(() => undefined);
+      await this.deps.terminals?.waitForHandBack(session.id, { ...(options.signal ? { signal: options.signal } : {}), onWaiting });
       ran = await this.deps.executor.run(session, call, context, { ...options, onWaiting }, receivedAt, wake);
     } catch (error) {
       await this.fail(call, error);

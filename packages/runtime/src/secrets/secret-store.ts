@@ -23,6 +23,8 @@ export interface SecretInfo {
   createdAt: string;
   updatedAt: string;
   bytes: number;
+  /** the tenants whose sessions may use it; null: every tenant */
+  tenants: string[] | null;
 }
 
 interface SecretFile {
@@ -34,6 +36,8 @@ interface SecretFile {
   bytes: number;
   createdAt: string;
   updatedAt: string;
+  /** absent in files written before tenants: every tenant */
+  tenants?: string[] | null;
 }
 
 /** The encrypted secret store of a data dir. */
@@ -42,8 +46,11 @@ export class SecretStore {
 
   constructor(private readonly options: { dir: string; keyFile: string }) {}
 
-  /** Stores (or replaces) a secret. */
-  set(name: string, value: string): SecretInfo {
+  /**
+   * Stores (or replaces) a secret. `tenants` gives it to those tenants only
+   * (null: every tenant); left out, a replaced secret keeps its tenants.
+   */
+  set(name: string, value: string, tenants?: string[] | null): SecretInfo {
     checkName(name);
     const bytes = Buffer.byteLength(value, 'utf8');
     if (bytes === 0 || bytes > MAX_SECRET_BYTES) {
@@ -67,6 +74,7 @@ export class SecretStore {
       bytes,
       createdAt: previous?.createdAt ?? now,
       updatedAt: now,
+      tenants: tenants === undefined ? (previous?.tenants ?? null) : tenants === null ? null : [...new Set(tenants)].sort(),
     };
     this.ensureDir();
     const path = this.pathOf(name);
@@ -93,6 +101,13 @@ export class SecretStore {
   /** True when the secret exists. */
   has(name: string): boolean {
     return SECRET_NAME_PATTERN.test(name) && existsSync(this.pathOf(name));
+  }
+
+  /** True when the secret exists and sessions of `tenant` may use it. */
+  givenTo(name: string, tenant: string): boolean {
+    const file = this.has(name) ? this.readFile(name) : undefined;
+    if (!file) return false;
+    return file.tenants === undefined || file.tenants === null || file.tenants.includes(tenant);
   }
 
   /** Every secret, by name, without values. */
@@ -154,5 +169,5 @@ function checkName(name: string): void {
 }
 
 function infoOf(file: SecretFile): SecretInfo {
-  return { name: file.name, createdAt: file.createdAt, updatedAt: file.updatedAt, bytes: file.bytes };
+  return { name: file.name, createdAt: file.createdAt, updatedAt: file.updatedAt, bytes: file.bytes, tenants: file.tenants ?? null };
 }

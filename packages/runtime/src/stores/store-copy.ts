@@ -36,6 +36,8 @@ export async function copyStore(from: Store, to: Store, options: { audit: AuditL
   const snapshots = await from.listSnapshots();
   const chains = await from.listAuditedSessions();
   const keyId = await from.getSetting('audit-key-id');
+  // Tokens (hashes only) and tenant quotas move too: a copied installation keeps its callers and limits.
+  const [tokens, tenants] = await Promise.all([from.listTokens(), from.listTenants()]);
   let records = 0;
   await to.transaction(async (tx) => {
     for (const session of sessions) await tx.insertSession(session.owner === '' ? { ...session, owner: options.owner } : session);
@@ -48,6 +50,8 @@ export async function copyStore(from: Store, to: Store, options: { audit: AuditL
       }
     }
     if (keyId !== undefined) await tx.setSetting('audit-key-id', keyId);
+    for (const token of tokens) await tx.insertToken(token);
+    for (const tenant of tenants) await tx.putTenant(tenant);
   });
   const known = new Set(sessions.map((session) => session.id));
   const verified: StoreCopyReport['verified'] = [];

@@ -80,6 +80,7 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
       return spec;
     },
     workspaceHostDir: (spec) => join(spec.disk.path, 'workspace'),
+    agentChannelPaths: ['/.airlock/host', '/.airlock/host/agent.sock'],
     async newImageDir(): Promise<string> {
       await mkdir(join(base, 'images'), { recursive: true });
       return join(base, 'images', `image-${(counter += 1)}`);

@@ -13,7 +13,7 @@ const execFileAsync = promisify(execFile);
 /** Applets linked into `bin/`; the conformance suite relies on these. */
 export const BUSYBOX_APPLETS = [
   'sh', 'cat', 'ls', 'sleep', 'echo', 'printf', 'pwd', 'mkdir', 'rm', 'touch', 'ps', 'kill', 'dd', 'head', 'tail',
-  'awk', 'sed', 'grep', 'wc', 'env', 'hostname', 'id', 'test', 'true', 'false', 'seq', 'expr', 'yes', 'stat', 'sync', 'tr', 'usleep',
+  'awk', 'sed', 'grep', 'wc', 'env', 'hostname', 'id', 'test', 'true', 'false', 'seq', 'expr', 'yes', 'stat', 'sync', 'tr', 'usleep', 'nc', 'netstat', 'ln', 'mv', 'chmod', 'mkfifo', 'poweroff',
 ];
 
 /** Builds the rootfs at `dir` (which must not exist yet) from a static busybox. */

@@ -5,17 +5,22 @@ import type { AirlockServices } from '../airlock-services.js';
 import type { ApprovalRecord } from '../../core/approval.js';
 import { parseBody } from '../parse-body.js';
 import { approverName, identityOf } from '../authentication.js';
+import type { TenantScope } from '../tenant-scope.js';
 
+// `by` is accepted from older clients and ignored: the approver is who authenticated (docs/security.md).
 const decisionBody = z.strictObject({ reason: z.string().max(4000).optional(), by: z.string().max(200).optional() });
 
 /** Registers /v1/approvals routes. */
-export function registerApprovalRoutes(app: FastifyInstance, services: AirlockServices): void {
+export function registerApprovalRoutes(app: FastifyInstance, services: AirlockServices, scope: TenantScope): void {
   app.get<{ Querystring: { sessionId?: string; state?: string } }>('/v1/approvals', async (request) => {
+    const identity = identityOf(request);
     const approvals = await services.approvals.list({
       ...(request.query.sessionId === undefined ? {} : { sessionId: request.query.sessionId }),
       pendingOnly: request.query.state === 'pending',
     });
-    return { approvals };
+    const visible: ApprovalRecord[] = [];
+    for (const approval of approvals) if (await scope.sees(identity, approval.sessionId)) visible.push(approval);
+    return { approvals: visible };
   });
 
   // Open streams end before the server closes: otherwise close() waits for them forever.
@@ -24,11 +29,19 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
     for (const stop of open) stop();
   });
   app.get('/v1/approvals/events', async (request, reply) => {
+    const identity = identityOf(request);
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
     reply.raw.write(': airlock approval events\n\n');
+    // Only the caller's tenant's approvals; the check is asynchronous, the order of one approval's events is kept by chaining.
+    let sent = Promise.resolve();
     const send = (event: string) => (approval: ApprovalRecord) => {
-      reply.raw.write(`event: approval.${event}\nid: ${approval.id}\ndata: ${JSON.stringify(approval)}\n\n`);
+      sent = sent
+        .then(async () => {
+          if (!(await scope.sees(identity, approval.sessionId)) || reply.raw.writableEnded) return;
+          reply.raw.write(`event: approval.${event}\nid: ${approval.id}\ndata: ${JSON.stringify(approval)}\n\n`);
+        })
+        .catch(() => undefined);
     };
     const onRequested = send('requested');
     const onDecided = send('decided');
@@ -55,8 +68,8 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
   for (const verdict of ['approve', 'deny'] as const) {
     app.post<{ Params: { id: string } }>(`/v1/approvals/:id/${verdict}`, async (request) => {
       const body = parseBody(decisionBody, request.body ?? {});
-      // The approver is who authenticated; a console login cannot claim to be someone else.
-      return services.approvals.decide(request.params.id, verdict, approverName(identityOf(request), body.by), body.reason ?? null);
+      // The approver is who authenticated; no caller can name someone else.
+      return services.approvals.decide(request.params.id, verdict, approverName(identityOf(request)), body.reason ?? null);
     });
   }
 }

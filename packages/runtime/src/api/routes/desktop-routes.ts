@@ -73,9 +73,9 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/desktop/takeover', async (request, reply) => {
     const session = await services.sessions.get(request.params.id);
-    const { by } = parseBody(takeoverBody, request.body ?? {});
-    // A console login is recorded as its person, whatever the body says (as approvals are).
-    const takeover = await services.desktop.takeovers.begin(session.id, approverName(identityOf(request), by));
+    parseBody(takeoverBody, request.body ?? {});
+    // The caller is recorded as who authenticated, whatever the body's `by` says (as approvals are).
+    const takeover = await services.desktop.takeovers.begin(session.id, approverName(identityOf(request)));
     return reply.status(201).send(summary(takeover));
   });
 

@@ -5,8 +5,13 @@ import type { AirlockServices } from '../airlock-services.js';
 import { AirlockError } from '../../core/errors.js';
 import { parseBody } from '../parse-body.js';
 import { sessionView } from '../session-view.js';
+import { TENANT_NAME_PATTERN } from '../../core/tenancy.js';
 
-const secretBody = z.strictObject({ value: z.string().min(1) });
+const secretBody = z.strictObject({
+  value: z.string().min(1),
+  // The tenants whose sessions may use it (null: every tenant); left out, a replaced secret keeps its tenants.
+  tenants: z.array(z.string().regex(TENANT_NAME_PATTERN, 'expected tenant names')).max(1000).nullable().optional(),
+});
 const contractPatch = z.strictObject({ network: z.unknown().optional(), filesystem: z.unknown().optional() });
 
 /** Registers /v1/secrets and PATCH /v1/sessions/:id/contract. */
@@ -18,8 +23,8 @@ export function registerEgressRoutes(app: FastifyInstance, services: AirlockServ
   app.get('/v1/secrets', async () => ({ secrets: secrets().list() }));
   app.put<{ Params: { name: string } }>('/v1/secrets/:name', async (request) => {
     const body = parseBody(secretBody, request.body ?? {});
-    const info = secrets().set(request.params.name, body.value);
-    await services.audit.appendNow(services.store, { sessionId: '', type: 'secret.set', data: { name: info.name, bytes: info.bytes } });
+    const info = secrets().set(request.params.name, body.value, body.tenants);
+    await services.audit.appendNow(services.store, { sessionId: '', type: 'secret.set', data: { name: info.name, bytes: info.bytes, tenants: info.tenants } });
     return info;
   });
   app.delete<{ Params: { name: string } }>('/v1/secrets/:name', async (request) => {

@@ -30,7 +30,7 @@ function loginCookie(request: FastifyRequest, value: string, maxAgeSeconds: numb
 export function registerLoginRoutes(app: FastifyInstance, authentication: Authentication): void {
   app.post('/v1/login', async (request, reply: FastifyReply) => {
     const body = parseBody(loginBody, request.body ?? {});
-    const grant = authentication.grantOf(body.token);
+    const grant = await authentication.grantOf(body.token);
     const login = authentication.logins.create(grant);
     const maxAge = Math.max(1, Math.round((login.expiresAt.getTime() - Date.now()) / 1000));
     void reply.header('set-cookie', loginCookie(request, login.id, maxAge)).header('cache-control', 'no-store');

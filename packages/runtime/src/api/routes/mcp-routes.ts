@@ -3,9 +3,9 @@
  * from `?session=ID` or the `X-Airlock-Session` header, else one is created
  * for the MCP session) and `/v1/sessions/:id/mcp`. The bearer token and the
  * Origin/Host checks are the server's onRequest hooks, like for any route.
- * The MCP server is a client of this same API over loopback, so its calls
- * take exactly the path of any other client's (policy, approval, audit); the
- * core never sees MCP. Bodies reach the MCP endpoint as text, so that bad
+ * The MCP server is a client of this same API over loopback, with the
+ * caller's own token, so its calls take exactly the path of any other
+ * client's (role, tenant, policy, approval, audit); the core never sees MCP. Bodies reach the MCP endpoint as text, so that bad
  * JSON is answered in JSON-RPC's shape (-32700), not the API's.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -13,10 +13,13 @@ import type { AddressInfo } from 'node:net';
 import type { McpHttpEndpoint } from '@airlock/mcp';
 import type { AirlockError } from '../../core/errors.js';
 import { translateError } from '../http-errors.js';
+import type { IncomingMessage } from 'node:http';
+import { identityOf, type Identity } from '../authentication.js';
+import { EVERY_TENANT } from '../../core/tenancy.js';
 
 /** Options of the MCP routes. */
 export interface McpRouteOptions {
-  /** the API token, which the MCP server presents to this server */
+  /** the installation's API token, which the MCP server presents for an admin's console login (bearer callers' own tokens are passed on) */
   token: string;
 }
 
@@ -40,11 +43,13 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRouteOptions
   // Loaded on first use so that a server nobody reaches over MCP never loads the MCP SDK.
   const load = () =>
     (endpoint ??= import('@airlock/mcp').then(
-      ({ McpHttpEndpoint, loopbackFetch }) => new McpHttpEndpoint({ connection: () => ({ url: loopbackUrl(app), token: options.token, retries: 1, fetch: loopbackFetch }) }),
+      ({ McpHttpEndpoint, loopbackFetch }) =>
+        new McpHttpEndpoint({ connection: (request) => ({ url: loopbackUrl(app), token: callerToken(request, options.token), retries: 1, fetch: loopbackFetch }) }),
     ));
 
   const serve = async (request: FastifyRequest, reply: FastifyReply, sessionId: string | undefined) => {
     const mcp = await load();
+    callers.set(request.raw, identityOf(request));
     // The SDK transport writes the response itself (JSON or an SSE stream).
     reply.hijack();
     await mcp.handle(request.raw, reply.raw, typeof request.body === 'string' ? request.body : undefined, sessionId);
@@ -78,6 +83,22 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRouteOptions
     if (endpoint) await (await endpoint).close({ keepSessions: true });
   });
 }
+
+/**
+ * The token the MCP server presents for a caller: the caller's own bearer
+ * token, so that its calls have the caller's tenant and role. A console
+ * login (a cookie, no token) has none to pass on: only an admin's gets the
+ * installation token, anyone else's MCP calls are refused.
+ */
+function callerToken(request: IncomingMessage, installationToken: string): string {
+  const authorization = request.headers.authorization;
+  if (authorization?.startsWith('Bearer ')) return authorization.slice(7);
+  const identity = callers.get(request);
+  return identity?.role === 'admin' && identity.tenant === EVERY_TENANT ? installationToken : '';
+}
+
+/** The identity behind each raw request the MCP endpoint handles. */
+const callers = new WeakMap<IncomingMessage, Identity>();
 
 /** This server's own address, as a URL a local client can reach. */
 function loopbackUrl(app: FastifyInstance): string {

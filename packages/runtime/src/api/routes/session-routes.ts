@@ -4,6 +4,12 @@ import { z } from 'zod';
 import type { AirlockServices } from '../airlock-services.js';
 import { sessionView } from '../session-view.js';
 import { parseBody } from '../parse-body.js';
+import { approverName, identityOf, type Identity } from '../authentication.js';
+import { imageNotFound, reaches } from '../tenant-scope.js';
+import { DEFAULT_IMAGE } from '../../core/session-service.js';
+import { EVERY_TENANT } from '../../core/tenancy.js';
+import { AirlockError } from '../../core/errors.js';
+import type { SessionContract } from '../../core/session-contract.js';
 
 const createBody = z.strictObject({
   image: z.string().min(1).optional(),
@@ -17,20 +23,35 @@ const createBody = z.strictObject({
 export function registerSessionRoutes(app: FastifyInstance, services: AirlockServices): void {
   app.post('/v1/sessions', async (request, reply) => {
     const body = parseBody(createBody, request.body ?? {});
-    let contract = body.contract === undefined ? services.defaultContract() : services.parseContract(body.contract);
+    const identity = identityOf(request);
+    // A token of one tenant makes sessions of that tenant: a contract naming none gets the token's.
+    const own = identity.tenant === EVERY_TENANT ? {} : { tenant: identity.tenant };
+    let contract = services.parseContract(body.contract ?? services.defaultContract(), own);
     if (body.idleTimeoutSeconds !== undefined) {
-      contract = services.parseContract({ ...contract, idle: { ...(contract.idle ?? {}), suspendAfterSeconds: body.idleTimeoutSeconds } });
+      contract = services.parseContract({ ...contract, idle: { ...(contract.idle ?? {}), suspendAfterSeconds: body.idleTimeoutSeconds } }, own);
     }
-    const session = await services.sessions.create({
-      contract,
-      ...(body.image === undefined ? {} : { imageName: body.image }),
-      ...(body.mode === undefined ? {} : { mode: body.mode }),
-      ...(body.sandbox === undefined ? {} : { sandbox: body.sandbox }),
-    });
-    return reply.status(201).send(sessionView(session));
+    requireOwnTenant(identity, contract);
+    // Only the images given to the session's tenant; another answers as a missing image.
+    const imageName = body.image ?? DEFAULT_IMAGE;
+    if (!(await services.tenants.imageGiven(contract.identity.tenant, imageName))) throw imageNotFound(imageName);
+    const release = await services.admission.reserveSessions(contract.identity.tenant, 1);
+    try {
+      const session = await services.sessions.create({
+        contract,
+        ...(body.image === undefined ? {} : { imageName: body.image }),
+        ...(body.mode === undefined ? {} : { mode: body.mode }),
+        ...(body.sandbox === undefined ? {} : { sandbox: body.sandbox }),
+      });
+      return reply.status(201).send(sessionView(session));
+    } finally {
+      release();
+    }
   });
 
-  app.get('/v1/sessions', async () => ({ sessions: (await services.sessions.list()).map((session) => sessionView(session)) }));
+  app.get('/v1/sessions', async (request) => {
+    const identity = identityOf(request);
+    return { sessions: (await services.sessions.list()).filter((session) => reaches(identity, session.tenant)).map((session) => sessionView(session)) };
+  });
 
   app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(await services.sessions.get(request.params.id)));
 
@@ -39,6 +60,7 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     return { sessionId: session.id, version: session.contractVersion, contract: session.contract };
   });
 
+  // Another tenant's name answers 404 before this runs (TenantScope).
   app.get<{ Params: { tenant: string } }>('/v1/tenants/:tenant/usage', async (request) => {
     const views = (await services.sessions.list()).filter((session) => session.tenant === request.params.tenant).map((session) => sessionView(session));
     const totals: Record<string, number> = {};
@@ -53,6 +75,10 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/suspend', async (request) => sessionView(await services.sessions.suspend(request.params.id)));
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/resume', async (request) => sessionView(await services.sessions.resume(request.params.id)));
+  // Who restarted is who authenticated (recorded in the audit), never a field of the request.
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/restart', async (request) =>
+    sessionView(await services.sessions.restart(request.params.id, approverName(identityOf(request)))),
+  );
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/pause', async (request) => sessionView(await services.sessions.pause(request.params.id)));
   app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(await services.sessions.terminate(request.params.id)));
 
@@ -81,5 +107,13 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     const session = await services.sessions.get(request.params.id);
     const lines = await services.audit.exportChain(services.store, session.id);
     return reply.type('application/x-ndjson').send(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+  });
+}
+
+/** Refuses a contract that names a tenant other than the token's (the admin role makes sessions of any tenant). */
+function requireOwnTenant(identity: Identity, contract: SessionContract): void {
+  if (identity.tenant === EVERY_TENANT || contract.identity.tenant === identity.tenant) return;
+  throw new AirlockError('ROLE_FORBIDDEN', `the contract names tenant ${contract.identity.tenant}, but your token belongs to tenant ${identity.tenant}; leave identity.tenant out or set it to ${identity.tenant}`, {
+    details: { field: 'contract.identity.tenant', tenant: identity.tenant },
   });
 }

@@ -6,6 +6,9 @@ import { parseBody } from '../parse-body.js';
 import { sessionView } from '../session-view.js';
 import { snapshotView } from '../../core/snapshot.js';
 import { errorBody } from '../http-errors.js';
+import { identityOf } from '../authentication.js';
+import type { TenantScope } from '../tenant-scope.js';
+import type { Release } from '../../core/tenant-admission.js';
 
 // Names end up in tables and logs: no control characters.
 const createBody = z.strictObject({ name: z.string().min(1).max(128).regex(/^\P{Cc}+$/u, 'expected no control characters').optional() });
@@ -13,7 +16,7 @@ const createBody = z.strictObject({ name: z.string().min(1).max(128).regex(/^\P{
 const forkBody = z.strictObject({ count: z.number(), snapshotId: z.string().min(1).optional() });
 
 /** Registers /v1/snapshots and the snapshot and fork routes of a session. */
-export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockServices): void {
+export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockServices, scope: TenantScope): void {
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/snapshots', async (request, reply) => {
     const body = parseBody(createBody, request.body ?? {});
     const snapshot = await services.snapshots.capture(request.params.id, { name: body.name ?? null });
@@ -23,8 +26,11 @@ export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockSe
   app.get<{ Querystring: { sessionId?: string; all?: string } }>('/v1/snapshots', async (request) => {
     const { sessionId, all } = request.query;
     if (sessionId !== undefined) await services.sessions.get(sessionId);
+    const identity = identityOf(request);
     const snapshots = await services.snapshots.list({ ...(sessionId === undefined ? {} : { sessionId }), includeDeleted: all === 'true' || all === '1' });
-    return { snapshots: snapshots.map((snapshot) => snapshotView(snapshot)) };
+    const visible = [];
+    for (const snapshot of snapshots) if (await scope.sees(identity, snapshot.sessionId)) visible.push(snapshotView(snapshot));
+    return { snapshots: visible };
   });
 
   app.get<{ Params: { id: string } }>('/v1/snapshots/:id', async (request) => snapshotView(await services.snapshots.get(request.params.id)));
@@ -33,10 +39,29 @@ export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockSe
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/fork', async (request, reply) => {
     const body = parseBody(forkBody, request.body ?? {});
-    const result = await services.forks.fork({ sessionId: request.params.id, ...(body.snapshotId === undefined ? {} : { snapshotId: body.snapshotId }) }, body.count);
+    if (body.snapshotId !== undefined) await scope.requireSnapshot(identityOf(request), body.snapshotId);
+    const release = await admitFork(services, request.params.id, body.count);
+    let result;
+    try {
+      result = await services.forks.fork({ sessionId: request.params.id, ...(body.snapshotId === undefined ? {} : { snapshotId: body.snapshotId }) }, body.count);
+    } finally {
+      release();
+    }
     const branches = result.branches.map((branch) =>
       branch.ok ? sessionView(branch.session) : { index: branch.index, sessionId: branch.sessionId, ...errorBody(branch.error) },
     );
     return reply.status(201).send({ snapshot: snapshotView(result.snapshot), branches });
   });
+}
+
+/**
+ * Checks a fork against its tenant's quotas (branches, depth, sessions) and
+ * reserves room for its branches. A count the fork service would refuse
+ * anyway is left to it, so that its message names the server's limit.
+ */
+export async function admitFork(services: AirlockServices, sessionId: string, count: unknown): Promise<Release> {
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1) return () => undefined;
+  const session = await services.sessions.get(sessionId);
+  await services.admission.checkFork(session, count);
+  return services.admission.reserveSessions(session.tenant, count);
 }

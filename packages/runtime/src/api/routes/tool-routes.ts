@@ -10,6 +10,7 @@ import { AirlockError, ERROR_STATUS, type ErrorCode } from '../../core/errors.js
 import type { ToolCallOutcome } from '../../core/tool-pipeline.js';
 import { translateError, errorBody } from '../http-errors.js';
 import { parseTraceparent } from '../../core/tracer.js';
+import { admitFork } from './snapshot-routes.js';
 
 interface ToolQuery {
   approvalWaitSeconds?: string;
@@ -43,12 +44,18 @@ export function registerToolRoutes(app: FastifyInstance, services: AirlockServic
     const body = objectBody(request.body);
     const abort = abortOnDisconnect(request.raw, reply.raw);
     const trace = parseTraceparent(request.headers.traceparent as string | undefined);
-    const outcome = await services.pipeline.submit(request.params.id, request.params.tool, withoutTransportFields(body), {
-      approvalWaitMs: approvalWaitMs(request.query, body),
-      signal: abort.signal,
-      ...(trace ? { trace } : {}),
-    });
-    return sendOutcome(reply, outcome);
+    // An agent's own fork meets its tenant's fork quotas like the fork route (checked when the call arrives).
+    const release = request.params.tool === 'fork' ? await admitFork(services, request.params.id, body['count']) : () => undefined;
+    try {
+      const outcome = await services.pipeline.submit(request.params.id, request.params.tool, withoutTransportFields(body), {
+        approvalWaitMs: approvalWaitMs(request.query, body),
+        signal: abort.signal,
+        ...(trace ? { trace } : {}),
+      });
+      return sendOutcome(reply, outcome);
+    } finally {
+      release();
+    }
   });
 
   app.post<{ Params: { id: string }; Querystring: ToolQuery & { stream?: string } }>('/v1/sessions/:id/exec', async (request, reply) => {

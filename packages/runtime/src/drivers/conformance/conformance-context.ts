@@ -34,6 +34,8 @@ export interface ConformanceContext {
   hostSecret: { path: string; content: string };
   /** Host resources of the sandbox that still exist (processes, cgroups, runtime state, mounts); [] when none. */
   leftovers(sandboxId: string): Promise<string[]>;
+  /** Paths inside a sandbox that lead to the driver's channel to its agent; no session process may reach them. */
+  agentChannelPaths?: string[];
   /** A fingerprint of the image rootfs; it must never change. */
   imageFingerprint(): Promise<string>;
   /** Releases everything the context made; called once after the suite. */

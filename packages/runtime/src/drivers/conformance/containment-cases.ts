@@ -53,7 +53,7 @@ export function containmentCases(getContext: () => ConformanceContext): void {
       const { driver } = context();
       await withSandbox(context(), {}, async (handle) => {
         // A Linux guest ignores SIGKILL to its pid 1 from inside: there the same command powers the machine off.
-        await sh(driver, handle, `kill -9 1; sleep 2; ${driver.toolboxPath} poweroff -f; sleep 5`, { timeoutMs: 30_000 }).catch(() => undefined);
+        await sh(driver, handle, 'kill -9 1; sleep 2; poweroff -f; sleep 5', { timeoutMs: 30_000 }).catch(() => undefined);
         await assert.rejects(sh(driver, handle, 'echo hi'), (error: unknown) => {
           assert.ok(isAirlockError(error, 'SANDBOX_DIED'), `expected SANDBOX_DIED, got ${String(error)}`);
           assert.match((error as Error).message, /init process ended/);

@@ -12,6 +12,7 @@ import { lifecycleCases } from './lifecycle-cases.js';
 import { identityCases } from './identity-cases.js';
 import { portCases } from './port-cases.js';
 import { fileCases } from './file-cases.js';
+import { machineCases } from './machine-cases.js';
 import { networkCases } from './network-cases.js';
 import { specificationCases } from './specification-cases.js';
 
@@ -42,6 +43,7 @@ export function runDriverConformance(name: string, makeContext: () => Promise<Co
     identityCases(getContext);
     containmentCases(getContext);
     portCases(getContext);
+    machineCases(getContext);
     networkCases(getContext);
   });
 }

@@ -44,12 +44,12 @@ export function networkCases(getContext: () => ConformanceContext): void {
           for (const port of [allowed, denied]) servers.push(await listen(gateway, port, `gateway-${port}`, connections));
           // stdin stays open until the gateway has closed: a sandbox that closes first keeps the connection in
           // TIME_WAIT for a minute, and gVisor cannot checkpoint a sandbox holding one (measured).
-          const reached = await sh(driver, handle, `${driver.toolboxPath} sleep 2 | ${driver.toolboxPath} nc -w 10 ${gateway} ${allowed}`, { timeoutMs: 60_000 });
+          const reached = await sh(driver, handle, `sleep 2 | nc -w 10 ${gateway} ${allowed}`, { timeoutMs: 60_000 });
           assert.equal(reached.stdout, `gateway-${allowed}`, `the allowed port was not reached: ${reached.stderr}`);
-          const refused = await sh(driver, handle, `${driver.toolboxPath} nc -w 5 ${gateway} ${denied} </dev/null`, { timeoutMs: 60_000 });
+          const refused = await sh(driver, handle, `nc -w 5 ${gateway} ${denied} </dev/null`, { timeoutMs: 60_000 });
           assert.notEqual(refused.stdout, `gateway-${denied}`, 'a port outside gatewayPorts was reached');
           assert.notEqual(refused.exitCode, 0);
-          const loopback = await sh(driver, handle, `${driver.toolboxPath} nc -w 5 127.0.0.1 ${allowed} </dev/null`, { timeoutMs: 60_000 });
+          const loopback = await sh(driver, handle, `nc -w 5 127.0.0.1 ${allowed} </dev/null`, { timeoutMs: 60_000 });
           assert.notEqual(loopback.stdout, `gateway-${allowed}`, "the sandbox's loopback reached the host's");
           const file = await sh(driver, handle, 'cat /etc/hostname; echo changed > /etc/hostname && echo WRITABLE', { timeoutMs: 30_000 });
           assert.equal(file.stdout.split('\n')[0], 'from-the-network-files');
@@ -62,7 +62,7 @@ export function networkCases(getContext: () => ConformanceContext): void {
             await checkpointWhenQuiet(() => driver.checkpoint(handle, image, { leaveRunning: false }));
             const restored = await driver.restore(await context.newSpec({ sameDiskAs: spec, network }), image);
             try {
-              const again = await sh(driver, restored, `${driver.toolboxPath} nc -w 10 ${gateway} ${allowed} </dev/null`, { timeoutMs: 60_000 });
+              const again = await sh(driver, restored, `nc -w 10 ${gateway} ${allowed} </dev/null`, { timeoutMs: 60_000 });
               assert.equal(again.stdout, `gateway-${allowed}`, `after a restore the allowed port was not reached: ${again.stderr}`);
             } finally {
               await driver.destroy(restored);

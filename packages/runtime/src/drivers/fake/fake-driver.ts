@@ -6,6 +6,10 @@
 import type { Duplex } from 'node:stream';
 import { AirlockError } from '../../core/errors.js';
 import {
+  type SandboxHealth,
+  type SandboxProcess,
+  type SandboxTerminal,
+  type TerminalRequest,
   type CheckpointResult,
   type DriverCapabilities,
   type DriverVolumes,
@@ -22,6 +26,7 @@ import {
   blockDeviceOf,
   directoryOf,
 } from '../../core/sandbox-driver.js';
+import { FakeFiles } from './fake-files.js';
 
 /** Answer of the fake to one exec. */
 export interface FakeExecAnswer {
@@ -29,6 +34,8 @@ export interface FakeExecAnswer {
   /** text, or bytes for binary output */
   stdout?: string | Buffer;
   stderr?: string;
+  /** the pid a detached command reports */
+  pid?: number;
 }
 
 /** How a fake presents itself: its name, capabilities and volume forms (to stand in for any driver). */
@@ -46,15 +53,21 @@ export class FakeDriver implements SandboxDriver {
   readonly name: string;
   readonly capabilities: DriverCapabilities;
   readonly volumes: DriverVolumes;
-  readonly toolboxPath = '/.airlock/bin/busybox';
+  /** file operations on the session disk dir of each sandbox (see fake-files.ts) */
+  readonly files = new FakeFiles((handle) => {
+    const root = this.roots.get(handle.sandboxId);
+    if (!root) throw new Error(`fake sandbox ${handle.sandboxId} is not running`);
+    return root;
+  });
+  private readonly roots = new Map<string, string>();
   /** every exec, in order */
-  readonly execs: { sandboxId: string; argv: string[] }[] = [];
+  readonly execs: { sandboxId: string; argv: string[]; detach?: { logPath?: string } }[] = [];
   readonly sandboxes = new Map<string, 'running' | 'paused'>();
   /** the session each sandbox was made for */
   readonly owners = new Map<string, string>();
   /** identity given to each sandbox by `personalize` */
   readonly identities = new Map<string, { hostname: string; machineId: string }>();
-  /** answers execs; by default: exit 0, stdout = last argv element (what path resolution expects) */
+  /** answers execs; by default: exit 0, stdout = the last argv element */
   handler: (argv: string[]) => FakeExecAnswer = (argv) => ({ stdout: argv.at(-1) ?? '' });
   /** answers `connect`; by default nothing listens anywhere */
   connectHandler: (sandboxId: string, port: number) => Duplex = (sandboxId, port) => {
@@ -63,7 +76,7 @@ export class FakeDriver implements SandboxDriver {
 
   constructor(options: FakeDriverOptions = {}) {
     this.name = options.name ?? 'fake';
-    this.capabilities = { snapshot: true, fork: true, network: false, resize: true, pause: true, sharedDisk: true, ...options.capabilities };
+    this.capabilities = { snapshot: true, fork: true, network: false, resize: true, pause: true, sharedDisk: true, terminal: false, ...options.capabilities };
     this.volumes = options.volumes ?? { rootfs: 'directory', disk: 'directory' };
   }
 
@@ -77,6 +90,8 @@ export class FakeDriver implements SandboxDriver {
     this.checkVolumes(spec);
     if (this.sandboxes.has(spec.sandboxId)) throw new AirlockError('INVALID_STATE', `fake sandbox ${spec.sandboxId} already exists; use a new sandboxId`);
     this.sandboxes.set(spec.sandboxId, 'running');
+    // Unit tests hand a directory for either volume form: it stands for the disk's contents.
+    this.roots.set(spec.sandboxId, spec.disk.path);
     this.owners.set(spec.sandboxId, spec.sessionId);
     return { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driver: this.name, driverData: {} };
   }
@@ -128,7 +143,27 @@ export class FakeDriver implements SandboxDriver {
 
   async destroy(handle: SandboxHandle): Promise<void> {
     this.sandboxes.delete(handle.sandboxId);
+    this.roots.delete(handle.sandboxId);
     this.owners.delete(handle.sandboxId);
+  }
+
+  async health(handle: SandboxHandle): Promise<SandboxHealth> {
+    const status = this.sandboxes.get(handle.sandboxId);
+    return status === 'running' ? { answering: true, latencyMs: 0 } : { answering: false, reason: status ?? 'missing' };
+  }
+
+  /** The fake runs no processes. */
+  async processes(handle: SandboxHandle): Promise<SandboxProcess[]> {
+    if (!this.sandboxes.has(handle.sandboxId)) throw new Error(`fake sandbox ${handle.sandboxId} is not running`);
+    return [];
+  }
+
+  async signal(_handle: SandboxHandle, pid: number): Promise<void> {
+    throw new AirlockError('NOT_FOUND', `no process ${pid} in the sandbox (the fake driver runs none)`, { details: { pid } });
+  }
+
+  async openTerminal(_handle: SandboxHandle, _request: TerminalRequest): Promise<SandboxTerminal> {
+    throw new AirlockError('DRIVER_UNAVAILABLE', 'the fake driver declares no terminal capability');
   }
 
   async connect(handle: SandboxHandle, port: number): Promise<Duplex> {
@@ -150,10 +185,10 @@ export class FakeDriver implements SandboxDriver {
   }
 
   private answer(sandboxId: string, request: ExecRequest): ExecOutcome {
-    this.execs.push({ sandboxId, argv: request.argv });
+    this.execs.push({ sandboxId, argv: request.argv, ...(request.detach ? { detach: request.detach } : {}) });
     const answer = this.handler(request.argv);
     if (answer.stdout) request.onStdout?.(Buffer.isBuffer(answer.stdout) ? answer.stdout : Buffer.from(answer.stdout));
     if (answer.stderr) request.onStderr?.(Buffer.from(answer.stderr));
-    return { exitCode: answer.exitCode ?? 0, timedOut: false, aborted: false, durationMs: 1 };
+    return { exitCode: answer.exitCode ?? 0, timedOut: false, aborted: false, durationMs: 1, ...(request.detach && answer.pid ? { pid: answer.pid } : {}) };
   }
 }

@@ -5,8 +5,8 @@
  * on the host.
  *
  * Why mounts in the OCI spec: runsc creates them before the workload starts,
- * so no process inside ever saw the paths writable, and the seccomp profile
- * of `sandbox-seccomp.ts` keeps any process from remounting, unmounting or
+ * so no process inside ever saw the paths writable, and the seccomp filter
+ * the agent installs at boot (agent/src/seccomp.c) keeps any process from remounting, unmounting or
  * mounting over them (measured on runsc 20240729: without it, a process with a
  * user and mount namespace of its own remounts a read-only bind read-write).
  *
@@ -62,7 +62,7 @@ export const MACHINE_ID_PATH = '/etc/machine-id';
 /** Mount point of the session workspace (the same as oci-spec's WORKSPACE_PATH, kept here to stay free of imports). */
 const WORKSPACE = '/workspace';
 const TMP = '/tmp';
-/** The machine's own filesystems: kernel interfaces and Airlock's toolbox and fifos, outside the rules. */
+/** The machine's own filesystems: kernel interfaces, the agent and its host socket, outside the rules. */
 const SYSTEM_PATHS = ['/proc', '/dev', '/sys', '/.airlock'];
 
 /** True when some list would change a sandbox's mounts (an empty allowWrite does: it allows writes nowhere). */

@@ -12,7 +12,7 @@ import type { Runsc } from './runsc.js';
 const INSTALL_FIX = 'install the newer gVisor with `apt-get install -t bookworm-backports runsc` (enable bookworm-backports in the apt sources first)';
 
 /** Throws DRIVER_UNAVAILABLE naming the fix when something the driver needs is missing. */
-export async function checkGvisorHost(runsc: Runsc, toolboxHostPath: string): Promise<{ version: string }> {
+export async function checkGvisorHost(runsc: Runsc, agentHostPath: string): Promise<{ version: string }> {
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
     throw new AirlockError('DRIVER_UNAVAILABLE', 'the gVisor driver needs root (runsc, cgroups, loop and overlay mounts): run the server as root');
   }
@@ -33,9 +33,12 @@ export async function checkGvisorHost(runsc: Runsc, toolboxHostPath: string): Pr
   if (!/\toverlay\n/.test(filesystems)) {
     throw new AirlockError('DRIVER_UNAVAILABLE', 'the kernel has no overlay filesystem: run `modprobe overlay`');
   }
-  const toolbox = await stat(toolboxHostPath).catch(() => undefined);
-  if (!toolbox?.isFile()) {
-    throw new AirlockError('DRIVER_UNAVAILABLE', `no static busybox at ${toolboxHostPath}: run \`apt-get install busybox-static\` or pass toolboxHostPath`);
+  const agent = await stat(agentHostPath).catch(() => undefined);
+  if (!agent?.isFile() || (agent.mode & 0o111) === 0) {
+    throw new AirlockError(
+      'DRIVER_UNAVAILABLE',
+      `the in-sandbox agent is not built (no executable at ${agentHostPath}): run \`scripts/setup.sh\` or \`npm run build\` (needs gcc: \`apt-get install gcc make libc6-dev\`), or pass agentHostPath`,
+    );
   }
   return { version };
 }

@@ -1,5 +1,7 @@
 /** The gVisor (runsc) sandbox driver. */
-export { GvisorDriver, CONTAINER_PREFIX, type GvisorDriverOptions } from './gvisor-driver.js';
+export { GvisorDriver, type GvisorDriverOptions } from './gvisor-driver.js';
+/** Prefix of every runsc container id of the driver. */
+export { CONTAINER_PREFIX } from './gvisor-handle.js';
 /** Host-side probes for leak checks and reconciliation. */
 export { leftoverCgroups } from './cgroups.js';
 /** Host processes of a sandbox (by container id or bundle path), and liveness of one pid. */

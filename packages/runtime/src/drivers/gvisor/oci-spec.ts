@@ -2,12 +2,12 @@
  * Builds the OCI `config.json` of a gVisor sandbox. One function for the
  * long-lived machine, the per-call sandbox and restore, so their mounts never
  * drift apart (restore needs the same mounts as the checkpointed sandbox).
+ * The first process is always the agent (docs/agent-protocol.md).
  */
 import type { SandboxResources } from '../../core/sandbox-driver.js';
 import { cgroupPathOf, CPU_PERIOD_US, cpuQuotaUs, pidsBackstop } from './cgroups.js';
+import { AGENT_HOST_DIR, AGENT_PATH } from './agent-endpoint.js';
 import type { OciMount } from './filesystem-mount-sources.js';
-import { RUN_DIR, TOOLBOX_PATH } from './in-sandbox-scripts.js';
-import { sandboxSeccompProfile } from './sandbox-seccomp.js';
 
 /** Mount point of the session workspace inside every sandbox. */
 export const WORKSPACE_PATH = '/workspace';
@@ -21,15 +21,15 @@ export interface OciSpecInput {
   rootPath: string;
   /** host directory bind-mounted read-write at /workspace */
   workspaceHostDir: string;
-  /** host path of the static busybox bind-mounted at TOOLBOX_PATH */
-  toolboxHostPath: string;
+  /** host path of the agent binary, bind-mounted read-only at AGENT_PATH */
+  agentHostPath: string;
+  /** host directory of the agent's socket, bind-mounted at AGENT_HOST_DIR */
+  agentSocketDir: string;
   hostname: string;
   env: Record<string, string>;
   resources: SandboxResources;
-  args: string[];
-  cwd: string;
-  /** RLIMIT_NPROC of the first process; defaults to resources.maxProcesses */
-  processLimit?: number;
+  /** RLIMIT_NPROC of the agent; its commands get resources.maxProcesses */
+  processLimit: number;
   /** network namespace to run in (a networked sandbox); absent: a new, empty one */
   netnsPath?: string;
   /** host files bind-mounted read-only over existing sandbox files (resolv.conf, CA bundle) */
@@ -48,23 +48,32 @@ export interface RuleMounts {
   mounts: readonly OciMount[];
 }
 
-/** The OCI runtime spec for one sandbox. */
+/** Capabilities of the session's processes: runsc's defaults, root inside but without CAP_SYS_RESOURCE/SYS_ADMIN, so RLIMIT_NPROC binds. */
+export const SESSION_CAPABILITIES = ['CAP_AUDIT_WRITE', 'CAP_KILL', 'CAP_NET_BIND_SERVICE'];
+/**
+ * What only the agent holds on top, outside its effective set except for the
+ * one call that needs each, and dropped by every child (agent/src/system.c):
+ * mounts and hostname, its socket's directory, its children's bounding set.
+ */
+export const AGENT_ONLY_CAPABILITIES = ['CAP_SYS_ADMIN', 'CAP_DAC_OVERRIDE', 'CAP_SETPCAP'];
+
+/** The OCI runtime spec for one sandbox: the agent is its first process. */
 export function buildOciSpec(input: OciSpecInput): Record<string, unknown> {
   const env = { PATH: DEFAULT_PATH, HOME: '/root', ...input.env };
-  const capabilities = ['CAP_AUDIT_WRITE', 'CAP_KILL', 'CAP_NET_BIND_SERVICE'];
+  const agent = [...SESSION_CAPABILITIES, ...AGENT_ONLY_CAPABILITIES];
   return {
     ociVersion: '1.0.0',
     process: {
       user: { uid: 0, gid: 0 },
-      args: input.args,
+      // Identical for run and restore: restore checks the spec's process against the image.
+      args: [AGENT_PATH],
       env: Object.entries(env).map(([name, value]) => `${name}=${value}`),
-      cwd: input.cwd,
-      // runsc's defaults: root inside, but without CAP_SYS_RESOURCE/SYS_ADMIN, so RLIMIT_NPROC binds.
-      capabilities: { bounding: capabilities, effective: capabilities, inheritable: capabilities, permitted: capabilities },
+      cwd: '/',
+      capabilities: { bounding: agent, effective: agent, inheritable: SESSION_CAPABILITIES, permitted: agent },
       rlimits: [
         { type: 'RLIMIT_NOFILE', hard: 65536, soft: 65536 },
         // The graceful process limit: fork() fails with EAGAIN instead of the sandbox dying (pitfall 8).
-        { type: 'RLIMIT_NPROC', hard: input.processLimit ?? input.resources.maxProcesses, soft: input.processLimit ?? input.resources.maxProcesses },
+        { type: 'RLIMIT_NPROC', hard: input.processLimit, soft: input.processLimit },
       ],
       noNewPrivileges: true,
     },
@@ -78,8 +87,8 @@ export function buildOciSpec(input: OciSpecInput): Record<string, unknown> {
       { destination: '/dev', type: 'tmpfs', source: 'tmpfs' },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
       { destination: WORKSPACE_PATH, type: 'bind', source: input.workspaceHostDir, options: ['rbind', input.rules?.workspaceReadonly ? 'ro' : 'rw'] },
-      { destination: TOOLBOX_PATH, type: 'bind', source: input.toolboxHostPath, options: ['rbind', 'ro'] },
-      { destination: RUN_DIR, type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=700'] },
+      { destination: AGENT_PATH, type: 'bind', source: input.agentHostPath, options: ['rbind', 'ro'] },
+      { destination: AGENT_HOST_DIR, type: 'bind', source: input.agentSocketDir, options: ['rbind', 'rw'] },
       ...(input.rules?.tmp ? [input.rules.tmp] : []),
       ...(input.rules?.mounts ?? []),
       ...(input.files ?? []).map((file) => ({ destination: file.sandboxPath, type: 'bind', source: file.hostPath, options: ['rbind', 'ro'] })),
@@ -91,8 +100,6 @@ export function buildOciSpec(input: OciSpecInput): Record<string, unknown> {
         cpu: { quota: cpuQuotaUs(input.resources.cpus), period: CPU_PERIOD_US },
         pids: { limit: pidsBackstop(input.resources.maxProcesses) },
       },
-      // Applied with runsc --oci-seccomp to the first process and everything it starts: no process may change the mounts.
-      seccomp: sandboxSeccompProfile(),
       namespaces: [{ type: 'pid' }, { type: 'network', ...(input.netnsPath ? { path: input.netnsPath } : {}) }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }],
     },
   };

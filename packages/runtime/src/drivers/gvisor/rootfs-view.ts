@@ -3,7 +3,7 @@
  * skeleton (the mount points Airlock adds) over the image rootfs.
  *
  * Why: runsc's gofer creates a missing bind-mount destination (`/workspace`,
- * `/.airlock/bin/busybox`) inside the rootfs on the host, even with the
+ * `/.airlock/bin/airlock-agent`) inside the rootfs on the host, even with the
  * rootfs overlay on (measured with 20240729), which would write into the shared
  * image. With the skeleton on top every mount point exists, and the view is
  * mounted read-only, so nothing a sandbox or runsc does can change the image.
@@ -12,16 +12,16 @@ import { execFile } from 'node:child_process';
 import { mkdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
-import { RUN_DIR, TOOLBOX_PATH } from './in-sandbox-scripts.js';
+import { AGENT_HOST_DIR, AGENT_PATH } from './agent-endpoint.js';
 import { WORKSPACE_PATH } from './oci-spec.js';
 
 /** Creates (idempotently) the skeleton holding every mount point the driver adds. */
 export async function ensureSkeleton(skeletonDir: string): Promise<void> {
-  for (const dir of [WORKSPACE_PATH, RUN_DIR, join(TOOLBOX_PATH, '..')]) {
+  for (const dir of [WORKSPACE_PATH, AGENT_HOST_DIR, join(AGENT_PATH, '..')]) {
     await mkdir(join(skeletonDir, dir), { recursive: true });
   }
-  const toolbox = join(skeletonDir, TOOLBOX_PATH);
-  if (!(await exists(toolbox))) await writeFile(toolbox, '');
+  const agent = join(skeletonDir, AGENT_PATH);
+  if (!(await exists(agent))) await writeFile(agent, '');
 }
 
 /**

@@ -4,8 +4,10 @@
  * namespace of ids and never collide with other runsc users (pitfall 4).
  */
 import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
-import { open, readFile } from 'node:fs/promises';
+import { open, readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
+import type { SandboxListing } from '../../core/sandbox-driver.js';
 
 /** What a finished runsc command printed. */
 export interface RunscResult {
@@ -112,6 +114,26 @@ export class Runsc {
     }
   }
 
+  /**
+   * Starts a runsc command that runs as long as its sandbox (a foreground
+   * `run`), stdio to `logPath` (O_APPEND, see runWithLog); resolves `exited`
+   * with its exit code. The caller decides when to wait for it.
+   */
+  async startWithLog(args: string[], options: { logPath: string; cwd: string; wrapper?: readonly string[] }): Promise<{ exited: Promise<number> }> {
+    const log = await open(options.logPath, 'a');
+    try {
+      const [file, argv] = this.commandLine(args, options.wrapper);
+      const child = spawn(file, argv, { cwd: options.cwd, stdio: ['ignore', log.fd, log.fd] });
+      const exited = new Promise<number>((resolve) => {
+        child.once('error', () => resolve(127));
+        child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 + 9 : 1)));
+      });
+      return { exited };
+    } finally {
+      await log.close();
+    }
+  }
+
   private commandLine(args: string[], wrapper: readonly string[] | undefined): [string, string[]] {
     const direct = [this.options.binary, ...this.globalArgs(), ...args];
     const [file, ...argv] = wrapper && wrapper.length > 0 ? [...wrapper, ...direct] : direct;
@@ -130,6 +152,19 @@ export class Runsc {
     const result = await this.check(['list', '--format=json'], 'listing sandboxes', { timeoutMs: 30_000 });
     const parsed = JSON.parse(result.stdout.trim() || '[]') as unknown;
     return Array.isArray(parsed) ? parsed.map(parseState) : [];
+  }
+
+  /** Whether runsc keeps any state of the container (its files exist from create to delete). */
+  async hasState(containerId: string): Promise<boolean> {
+    const names = await readdir(this.options.stateRoot).catch(() => [] as string[]);
+    return names.some((name) => name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`);
+  }
+
+  /** Removes runsc's files of a container that `delete` could not remove (runsc killed mid-way). */
+  async removeLeftState(containerId: string): Promise<void> {
+    for (const name of await readdir(this.options.stateRoot).catch(() => [] as string[])) {
+      if (name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`) await rm(join(this.options.stateRoot, name), { force: true, recursive: true });
+    }
   }
 
   /** `runsc --version`, e.g. "runsc version 0.0~20240729.0". */
@@ -174,4 +209,11 @@ export function runscFailure(doing: string, result: RunscResult): AirlockError {
     return new AirlockError('DISK_FULL', `${doing}: no space left on device; free space or raise the disk limit`, { details: { output: tail } });
   }
   return new AirlockError('DRIVER_FAILED', `${doing}: runsc exited with ${result.code}: ${tail}`, { details: { exitCode: result.code, output: tail } });
+}
+
+/** runsc's `state` keeps saying "running" after the sandbox process died; trust the process. */
+export function liveStatus(runscStatus: string, processAlive: boolean): SandboxListing['status'] {
+  if (runscStatus === 'running' || runscStatus === 'paused') return processAlive ? runscStatus : 'stopped';
+  if (runscStatus === 'stopped') return 'stopped';
+  return 'unknown';
 }

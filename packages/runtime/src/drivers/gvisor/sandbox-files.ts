@@ -5,6 +5,7 @@
  *   <stateDir>/rootfs/              read-only view of the image (mount point)
  *   <stateDir>/sandbox.log          stdio of runsc run/restore --detach
  *   <stateDir>/panic.log            Go panics of the sandbox, for SANDBOX_DIED reports
+ *   <stateDir>/agent/               the agent's socket (agent-endpoint.ts), bind-mounted at /.airlock/host
  *   <diskDir>/overlay/              the rootfs overlay's filestore (on the session disk)
  *   <diskDir>/workspace/            bind-mounted at /workspace
  */
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
 import { directoryOf, type SandboxSpec } from '../../core/sandbox-driver.js';
 import { prepareRules, ruleMountsOf } from './filesystem-mount-sources.js';
+import { prepareAgentDirectory } from './agent-endpoint.js';
 import { buildOciSpec } from './oci-spec.js';
 import { mountRootfsView, unmountRootfsView } from './rootfs-view.js';
 
@@ -88,11 +90,10 @@ export function validateEnv(env: Record<string, string>): void {
 export async function prepareSandboxFiles(options: {
   spec: DirectorySpec;
   skeletonDir: string;
-  toolboxHostPath: string;
-  args: string[];
-  cwd: string;
+  agentHostPath: string;
   env: Record<string, string>;
-  processLimit?: number;
+  /** RLIMIT_NPROC of the agent */
+  processLimit: number;
   /** the sandbox's network namespace, when it has a network */
   netnsPath?: string;
   /** mount the spec's filesystem rules (false only to restore an image taken before they existed) */
@@ -110,6 +111,7 @@ export async function prepareSandboxFiles(options: {
   await mkdir(paths.overlayDir, { recursive: true });
   await mkdir(paths.workspaceDir, { recursive: true });
   const prepared = options.ruleMounts ? await prepareRules(spec.filesystem, spec.rootfsDir, spec.stateDir) : undefined;
+  const agentSocketDir = await prepareAgentDirectory(spec.stateDir);
   await mountRootfsView({ skeletonDir: options.skeletonDir, rootfsDir: spec.rootfsDir, target: paths.rootfsView, ...(prepared?.mountPointsDir ? { mountPointsDir: prepared.mountPointsDir } : {}) });
   const layout = { workspaceHostDir: paths.workspaceDir, rootfsView: paths.rootfsView, diskDir: spec.diskDir, stateDir: spec.stateDir };
   const rules = prepared ? await ruleMountsOf(prepared, layout) : undefined;
@@ -117,13 +119,12 @@ export async function prepareSandboxFiles(options: {
     sandboxId: spec.sandboxId,
     rootPath: paths.rootfsView,
     workspaceHostDir: paths.workspaceDir,
-    toolboxHostPath: options.toolboxHostPath,
+    agentHostPath: options.agentHostPath,
+    agentSocketDir,
     hostname: spec.hostname,
     env: options.env,
     resources: spec.resources,
-    args: options.args,
-    cwd: options.cwd,
-    ...(options.processLimit === undefined ? {} : { processLimit: options.processLimit }),
+    processLimit: options.processLimit,
     ...(rules === undefined ? {} : { rules }),
     ...(options.netnsPath === undefined ? {} : { netnsPath: options.netnsPath, files: await existingFiles(spec) }),
   });
@@ -162,11 +163,11 @@ export async function hostProcessesOf(markers: string[]): Promise<number[]> {
 /**
  * Host pids of runsc command-line invocations (`exec`, `checkpoint`, `run`, ...) on the state root
  * `runscRoot` whose parent is gone: a control plane that crashed leaves them running, and nobody will
- * ever read their result. The sandbox and gofer processes (`runsc-sandbox`, `runsc-gofer`) are not
+ * ever read their result, with their subcommand. The sandbox and gofer processes (`runsc-sandbox`, `runsc-gofer`) are not
  * invocations: they are the sandboxes themselves.
  */
-export async function orphanedInvocations(runscRoot: string): Promise<number[]> {
-  const pids: number[] = [];
+export async function orphanedInvocations(runscRoot: string): Promise<{ pid: number; subcommand: string }[]> {
+  const pids: { pid: number; subcommand: string }[] = [];
   for (const entry of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     const args = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
@@ -174,7 +175,7 @@ export async function orphanedInvocations(runscRoot: string): Promise<number[]> 
     if (!(program === 'runsc' || program.endsWith('/runsc')) || !args.includes(`--root=${runscRoot}`)) continue;
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
     const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (parent === 1) pids.push(Number(entry));
+    if (parent === 1) pids.push({ pid: Number(entry), subcommand: args.slice(1).find((arg) => arg !== '' && !arg.startsWith('-')) ?? '' });
   }
   return pids;
 }

@@ -9,11 +9,11 @@ import { AirlockError } from '../../core/errors.js';
 import type { GuestAgentClient, GuestProcess } from './guest-agent-client.js';
 
 /** Opens a stream to 127.0.0.1:`port` inside the VM. */
-export function connectGuestPort(client: GuestAgentClient, toolboxPath: string, sandboxId: string, port: number): Duplex {
+export function connectGuestPort(client: GuestAgentClient, busyboxPath: string, sandboxId: string, port: number): Duplex {
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new AirlockError('INVALID_ARGUMENTS', `port must be a whole number from 1 to 65535 (got ${port})`);
   }
-  return new GuestPortStream(client, toolboxPath, sandboxId, port);
+  return new GuestPortStream(client, busyboxPath, sandboxId, port);
 }
 
 class GuestPortStream extends Duplex {
@@ -21,10 +21,10 @@ class GuestPortStream extends Duplex {
   private received = 0;
   private readonly process: GuestProcess;
 
-  constructor(client: GuestAgentClient, toolboxPath: string, sandboxId: string, port: number) {
+  constructor(client: GuestAgentClient, busyboxPath: string, sandboxId: string, port: number) {
     super();
     this.process = client.spawn({
-      argv: [toolboxPath, 'nc', '127.0.0.1', String(port)],
+      argv: [busyboxPath, 'nc', '127.0.0.1', String(port)],
       cwd: '/',
       env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
       stdin: true,

@@ -19,16 +19,23 @@ import type {
   ExecRequest,
   SandboxDriver,
   SandboxHandle,
+  SandboxHealth,
   SandboxIdentity,
   SandboxListing,
+  SandboxProcess,
   SandboxPurpose,
   SandboxResources,
   SandboxSpec,
+  SandboxTerminal,
   SandboxUsage,
+  TerminalRequest,
 } from '../../core/sandbox-driver.js';
+import type { SandboxFiles } from '../../core/sandbox-files.js';
 import { leftoverCgroups, readUsage, removeCgroups, wasOomKilled } from '../gvisor/cgroups.js';
-import { GUEST_TOOLBOX_DIR } from './guest-init-script.js';
+import { GuestFiles } from './guest-files.js';
 import { connectGuestPort } from './guest-port-stream.js';
+import { listGuestProcesses, probeGuest, signalGuestProcess, startDetached } from './guest-system.js';
+import { GUEST_BUSYBOX } from './guest-toolbox.js';
 import { checkpointMachine } from './machine-checkpoint.js';
 import { launchMachine, machineFiles, tail, type LaunchMode } from './machine-launcher.js';
 import { verifiedManifest } from './memory-image.js';
@@ -48,13 +55,15 @@ export class QemuMicrovmDriver implements SandboxDriver {
   readonly specificationVersion = 'v2' as const;
   readonly name = 'microvm';
   /** No live resize: the guest's RAM and vCPUs are fixed at boot (and part of every snapshot). */
-  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: true, resize: false, pause: true, sharedDisk: false };
+  /** No terminals yet: the interim guest agent has no pseudo-terminals (the shared agent brings them). */
+  readonly capabilities: DriverCapabilities = { snapshot: true, fork: true, network: true, resize: false, pause: true, sharedDisk: false, terminal: false };
   readonly volumes: DriverVolumes = { rootfs: 'block-device', disk: 'block-device' };
-  readonly toolboxPath = `${GUEST_TOOLBOX_DIR}/busybox`;
+  readonly files: SandboxFiles;
   private readonly host: MicrovmHost;
 
   constructor(options: MicrovmDriverOptions) {
     this.host = new MicrovmHost(options);
+    this.files = new GuestFiles((handle) => this.reachableAgent(handle));
   }
 
   /** What this host runs VMs with: kernel, accelerator (and why), QEMU. For the audit log. */
@@ -88,7 +97,8 @@ export class QemuMicrovmDriver implements SandboxDriver {
   }
 
   async start(spec: SandboxSpec): Promise<SandboxHandle> {
-    return this.launch(spec, { kind: 'boot', root: 'persistent' });
+    // A scratch machine's root layer is a tmpfs, gone with it: only /workspace persists.
+    return this.launch(spec, { kind: 'boot', root: spec.scratch ? 'ephemeral' : 'persistent' });
   }
 
   async restore(spec: SandboxSpec, imageDir: string): Promise<SandboxHandle> {
@@ -101,7 +111,8 @@ export class QemuMicrovmDriver implements SandboxDriver {
     validateEnv(request.env);
     const agent = await this.reachableAgent(handle);
     try {
-      const outcome = await agent.exec({ ...request, env: { PATH: DEFAULT_PATH, HOME: '/root', ...entry.env, ...request.env } });
+      const full = { ...request, env: { PATH: DEFAULT_PATH, HOME: '/root', ...entry.env, ...request.env } };
+      const outcome = request.detach ? await startDetached(agent, { ...full, detach: request.detach }) : await agent.exec(full);
       if (outcome.exitCode !== 0 && !outcome.timedOut && !outcome.aborted) await this.assertAlive(handle);
       return outcome;
     } catch (error) {
@@ -121,7 +132,7 @@ export class QemuMicrovmDriver implements SandboxDriver {
       const bootMs = performance.now() - began;
       const outcome = await this.exec(handle, { ...request, argv });
       // The guest's page cache dies with the VM: what the call wrote reaches the session disk only if flushed.
-      const flushed = await this.exec(handle, { argv: [this.toolboxPath, 'sync'], cwd: '/', env: {}, timeoutMs: 120_000, transient: true });
+      const flushed = await (await this.reachableAgent(handle)).exec({ argv: [GUEST_BUSYBOX, 'sync'], cwd: '/', env: {}, timeoutMs: 120_000 }, { outsideWorkload: true });
       if (flushed.exitCode !== 0) throw new AirlockError('DRIVER_FAILED', `flushing the session disk after a per-call command failed (exit ${flushed.exitCode}); its writes may be lost`);
       return { ...outcome, durationMs: Math.round(performance.now() - began), startMs: Math.round(bootMs + (outcome.startMs ?? 0)) };
     } finally {
@@ -152,6 +163,24 @@ export class QemuMicrovmDriver implements SandboxDriver {
   async unpause(handle: SandboxHandle): Promise<void> {
     await this.requireAlive(handle);
     await (await this.host.monitor(handle.sandboxId)).execute('cont');
+  }
+
+  async health(handle: SandboxHandle): Promise<SandboxHealth> {
+    const status = await this.host.status(handle.sandboxId);
+    if (status !== 'running') return { answering: false, reason: status };
+    return probeGuest(await this.reachableAgent(handle));
+  }
+
+  async processes(handle: SandboxHandle): Promise<SandboxProcess[]> {
+    return listGuestProcesses(await this.reachableAgent(handle));
+  }
+
+  async signal(handle: SandboxHandle, pid: number, signal: string | number): Promise<void> {
+    await signalGuestProcess(await this.reachableAgent(handle), pid, signal);
+  }
+
+  async openTerminal(handle: SandboxHandle, _request: TerminalRequest): Promise<SandboxTerminal> {
+    throw new AirlockError('DRIVER_UNAVAILABLE', `sandbox ${handle.sandboxId} is a microVM, whose guest agent has no terminals yet; run the command without a terminal`);
   }
 
   async resize(handle: SandboxHandle, _resources: Pick<SandboxResources, 'cpus' | 'memoryMb'>): Promise<void> {
@@ -199,7 +228,7 @@ export class QemuMicrovmDriver implements SandboxDriver {
   }
 
   async connect(handle: SandboxHandle, port: number): Promise<Duplex> {
-    return connectGuestPort(await this.reachableAgent(handle), this.toolboxPath, handle.sandboxId, port);
+    return connectGuestPort(await this.reachableAgent(handle), GUEST_BUSYBOX, handle.sandboxId, port);
   }
 
   /** Host resources of a sandbox that still exist: processes, cgroups, namespace, files. For tests and `destroy`'s checks. */

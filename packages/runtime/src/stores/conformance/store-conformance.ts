@@ -8,6 +8,7 @@ import { auditCases } from './audit-cases.js';
 import { concurrencyCases } from './concurrency-cases.js';
 import { recordCases } from './record-cases.js';
 import { transactionCases } from './transaction-cases.js';
+import { tenancyCases } from './tenancy-cases.js';
 import type { StoreConformanceContext } from './store-conformance-context.js';
 
 /** What a store's test file provides to the suite. */
@@ -31,5 +32,6 @@ export function runStoreConformance(name: string, makeContext: () => Promise<Sto
     auditCases(getContext);
     transactionCases(getContext);
     concurrencyCases(getContext);
+    tenancyCases(getContext);
   });
 }

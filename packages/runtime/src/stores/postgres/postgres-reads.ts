@@ -9,6 +9,8 @@ import type { SnapshotRecord } from '../../core/snapshot.js';
 import type { AuditHead, AuditRecord } from '../../audit/audit-record.js';
 import { GENESIS_HASH } from '../../audit/hash-chain.js';
 import { sessionFromRow, type SessionRow } from '../session-rows.js';
+import type { ApiTokenRecord, TenantRecord } from '../../core/tenancy.js';
+import { PostgresTenancyReads } from './postgres-tenancy.js';
 
 /** What runs a query: the pool, or one client inside a transaction. */
 export interface Queryable {
@@ -27,7 +29,28 @@ interface AuditRow {
 
 /** Reads over one queryable. */
 export class PostgresReads implements StoreReader {
-  constructor(protected readonly db: Queryable) {}
+  /** tokens and tenants (their writes too, used by the transaction) */
+  protected readonly tenancy: PostgresTenancyReads;
+
+  constructor(protected readonly db: Queryable) {
+    this.tenancy = new PostgresTenancyReads(db);
+  }
+
+  getToken(id: string): Promise<ApiTokenRecord | undefined> {
+    return this.tenancy.getToken(id);
+  }
+  findTokenBySecretHash(secretHash: string): Promise<ApiTokenRecord | undefined> {
+    return this.tenancy.findTokenBySecretHash(secretHash);
+  }
+  listTokens(): Promise<ApiTokenRecord[]> {
+    return this.tenancy.listTokens();
+  }
+  getTenant(name: string): Promise<TenantRecord | undefined> {
+    return this.tenancy.getTenant(name);
+  }
+  listTenants(): Promise<TenantRecord[]> {
+    return this.tenancy.listTenants();
+  }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
     const { rows } = await this.db.query<SessionRow>('SELECT record, version, owner FROM sessions WHERE id = $1', [id]);

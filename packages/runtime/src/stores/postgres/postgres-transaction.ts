@@ -16,6 +16,7 @@ import { AirlockError } from '../../core/errors.js';
 import type { CommitEffects } from '../store-changes.js';
 import { sessionFromRow, type SessionRow } from '../session-rows.js';
 import { PostgresReads, type Queryable } from './postgres-reads.js';
+import type { ApiTokenRecord, TenantRecord } from '../../core/tenancy.js';
 
 /** A transaction of the PostgreSQL store. */
 export class PostgresTransaction extends PostgresReads implements StoreTransaction {
@@ -125,6 +126,16 @@ export class PostgresTransaction extends PostgresReads implements StoreTransacti
 
   async setSetting(name: StoreSetting, value: string): Promise<void> {
     await this.db.query('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value', [name, value]);
+  }
+
+  insertToken(token: ApiTokenRecord): Promise<void> {
+    return this.tenancy.insertToken(token);
+  }
+  updateToken(token: ApiTokenRecord): Promise<boolean> {
+    return this.tenancy.updateToken(token);
+  }
+  putTenant(tenant: TenantRecord): Promise<void> {
+    return this.tenancy.putTenant(tenant);
   }
 
   afterCommit(callback: () => void): void {

@@ -1,3 +1,5 @@
+import { POSTGRES_TENANCY_MIGRATION } from './postgres-tenancy.js';
+
 /**
  * Migrations of the PostgreSQL store, applied in order at start under an
  * advisory lock (two servers starting at once apply each exactly once);
@@ -54,4 +56,6 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  // v2: API tokens with tenants and roles, tenant settings (quotas).
+  POSTGRES_TENANCY_MIGRATION,
 ];

@@ -1,3 +1,5 @@
+import { TENANCY_MIGRATION } from './sqlite-tenancy.js';
+
 /** Migrations of the SQLite store, applied in order; the index + 1 is the schema version. */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -51,4 +53,6 @@ export const MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  // v3: API tokens with tenants and roles, tenant settings (quotas).
+  TENANCY_MIGRATION,
 ];

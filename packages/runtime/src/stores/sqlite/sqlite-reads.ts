@@ -10,6 +10,8 @@ import type { SnapshotRecord } from '../../core/snapshot.js';
 import type { AuditHead, AuditRecord } from '../../audit/audit-record.js';
 import { GENESIS_HASH } from '../../audit/hash-chain.js';
 import { sessionFromRow, type SessionRow } from '../session-rows.js';
+import type { ApiTokenRecord, TenantRecord } from '../../core/tenancy.js';
+import { SqliteTenancyReads } from './sqlite-tenancy.js';
 
 interface AuditRow {
   session_id: string;
@@ -24,8 +26,25 @@ interface AuditRow {
 /** Reads over one connection, with statements prepared once. */
 export class SqliteReads implements StoreReader {
   private readonly statements = new Map<string, Database.Statement>();
+  private readonly tenancy = new SqliteTenancyReads((sql) => this.statement(sql));
 
   constructor(private readonly db: Database.Database) {}
+
+  getToken(id: string): Promise<ApiTokenRecord | undefined> {
+    return this.tenancy.getToken(id);
+  }
+  findTokenBySecretHash(secretHash: string): Promise<ApiTokenRecord | undefined> {
+    return this.tenancy.findTokenBySecretHash(secretHash);
+  }
+  listTokens(): Promise<ApiTokenRecord[]> {
+    return this.tenancy.listTokens();
+  }
+  getTenant(name: string): Promise<TenantRecord | undefined> {
+    return this.tenancy.getTenant(name);
+  }
+  listTenants(): Promise<TenantRecord[]> {
+    return this.tenancy.listTenants();
+  }
 
   /** A prepared statement, cached by its text. */
   statement(sql: string): Database.Statement {

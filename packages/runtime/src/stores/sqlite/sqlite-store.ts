@@ -15,6 +15,8 @@ import { AirlockError } from '../../core/errors.js';
 import { ChangeListeners, CommitEffects, outermost } from '../store-changes.js';
 import { SqliteReads } from './sqlite-reads.js';
 import { MIGRATIONS } from './schema.js';
+import type { ApiTokenRecord, TenantRecord } from '../../core/tenancy.js';
+import { SqliteTenancyWrites } from './sqlite-tenancy.js';
 
 /** Store on better-sqlite3. */
 export class SqliteStore implements Store {
@@ -114,6 +116,21 @@ export class SqliteStore implements Store {
   getSetting(name: StoreSetting): Promise<string | undefined> {
     return this.readerReads.getSetting(name);
   }
+  getToken(id: string): Promise<ApiTokenRecord | undefined> {
+    return this.readerReads.getToken(id);
+  }
+  findTokenBySecretHash(secretHash: string): Promise<ApiTokenRecord | undefined> {
+    return this.readerReads.findTokenBySecretHash(secretHash);
+  }
+  listTokens(): Promise<ApiTokenRecord[]> {
+    return this.readerReads.listTokens();
+  }
+  getTenant(name: string): Promise<TenantRecord | undefined> {
+    return this.readerReads.getTenant(name);
+  }
+  listTenants(): Promise<TenantRecord[]> {
+    return this.readerReads.listTenants();
+  }
 
   async close(): Promise<void> {
     if (this.closed) return;
@@ -136,6 +153,7 @@ function open(path: string): Database.Database {
 /** The writer connection inside BEGIN IMMEDIATE: every other transaction of this process waits. */
 class SqliteTransaction implements StoreTransaction {
   private open = true;
+  private readonly tenancy = new SqliteTenancyWrites((sql, ...params) => this.run(sql, ...params));
 
   constructor(
     private readonly db: Database.Database,
@@ -189,6 +207,30 @@ class SqliteTransaction implements StoreTransaction {
   }
   getSetting(name: StoreSetting): Promise<string | undefined> {
     return this.reads.getSetting(name);
+  }
+  getToken(id: string): Promise<ApiTokenRecord | undefined> {
+    return this.reads.getToken(id);
+  }
+  findTokenBySecretHash(secretHash: string): Promise<ApiTokenRecord | undefined> {
+    return this.reads.findTokenBySecretHash(secretHash);
+  }
+  listTokens(): Promise<ApiTokenRecord[]> {
+    return this.reads.listTokens();
+  }
+  getTenant(name: string): Promise<TenantRecord | undefined> {
+    return this.reads.getTenant(name);
+  }
+  listTenants(): Promise<TenantRecord[]> {
+    return this.reads.listTenants();
+  }
+  insertToken(token: ApiTokenRecord): Promise<void> {
+    return this.tenancy.insertToken(token);
+  }
+  updateToken(token: ApiTokenRecord): Promise<boolean> {
+    return this.tenancy.updateToken(token);
+  }
+  putTenant(tenant: TenantRecord): Promise<void> {
+    return this.tenancy.putTenant(tenant);
   }
 
   async insertSession(session: SessionRecord): Promise<void> {

@@ -177,7 +177,7 @@ describe('the console over HTTP', () => {
     assert.equal((await call('/v1/sessions')).status, 401, 'the API still needs a credential');
   });
 
-  it('answers the takeover terminal with NOT_AVAILABLE until a driver has PTYs', async () => {
+  it('answers the takeover terminal with NOT_AVAILABLE on a driver without PTYs (the fake driver)', async () => {
     const created = (await (await call('/v1/sessions', { method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: '{}' })).json()) as { id: string };
     const terminal = await call(`/v1/sessions/${created.id}/terminal`, { headers: { cookie } });
     assert.equal(terminal.status, 501);

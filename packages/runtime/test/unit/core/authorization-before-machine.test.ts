@@ -7,6 +7,8 @@
  */
 import { describe, it, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdir, symlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import type { SandboxDriver } from '../../../src/core/sandbox-driver.js';
 
@@ -45,6 +47,14 @@ function watchDriver(driver: SandboxDriver): { calls: string[]; stop(): void } {
       for (const [name, original] of originals) target[name] = original;
     },
   };
+}
+
+/** Plants a symlink at `path` on the session's disk (what the fake driver's sandboxes see), its parents made. */
+async function plant(fx: CoreFixture, sessionId: string, path: string, target: string): Promise<void> {
+  const disk = await fx.disks.ensureMounted(sessionId);
+  await mkdir(dirname(join(disk, path)), { recursive: true });
+  await mkdir(join(disk, target), { recursive: true });
+  await symlink(target, join(disk, path));
 }
 
 describe('authorization before the machine', () => {
@@ -112,8 +122,8 @@ describe('authorization before the machine', () => {
 
   it('authorizes again a path that resolves elsewhere in the sandbox, and gives its reservation back when denied', async () => {
     const session = await fx.sessions.create({ contract: fx.contract({ budgets: { maxToolCalls: 3 } }) });
-    // The sandbox resolves /workspace/link/passwd to /etc/passwd (what a planted symlink does).
-    fx.driver.handler = (argv) => ({ stdout: argv.at(-2) === '/workspace/link/passwd' ? '/etc/passwd' : (argv.at(-2) ?? '') });
+    // A planted symlink: the sandbox resolves /workspace/link/passwd to /etc/passwd.
+    await plant(fx, session.id, '/workspace/link', '/etc');
     fx.authorizer.decide = (context) => (context.path.startsWith('/etc') ? 'deny' : 'allow');
     const outcome = await fx.pipeline.submit(session.id, 'files.write', { path: '/workspace/link/passwd', content: 'x' });
     assert.equal(outcome.status === 'refused' && outcome.error.code, 'POLICY_DENIED');
@@ -126,14 +136,14 @@ describe('authorization before the machine', () => {
 
   it('does not let an approval of one path cover the path it resolves to', async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
-    fx.driver.handler = (argv) => ({ stdout: argv.at(-2) === '/workspace/report' ? '/workspace/elsewhere' : (argv.at(-2) ?? '') });
+    await plant(fx, session.id, '/workspace/out', '/workspace/elsewhere');
     fx.authorizer.decide = () => 'ask';
-    const held = await fx.pipeline.submit(session.id, 'files.write', { path: '/workspace/report', content: 'x' });
+    const held = await fx.pipeline.submit(session.id, 'files.write', { path: '/workspace/out/report', content: 'x' });
     assert.equal(held.status, 'pending-approval');
     await fx.approvals.decide(held.status === 'pending-approval' ? held.approvalId : '', 'approve', 'tester', null);
     await fx.approvals.drain();
     const outcome = await fx.approvals.waitForOutcome(held.status === 'pending-approval' ? held.approvalId : '', 1000);
     assert.equal(outcome.status === 'refused' && outcome.error.code, 'POLICY_DENIED');
-    assert.match(outcome.status === 'refused' ? outcome.error.message : '', /resolves to \/workspace\/elsewhere/);
+    assert.match(outcome.status === 'refused' ? outcome.error.message : '', /resolves to \/workspace\/elsewhere\/report/);
   });
 });

@@ -11,10 +11,11 @@ import type { SessionRecord } from '../../../src/core/session.js';
 function installHook(fx: CoreFixture, phase: string): { sandboxId: string; env: Record<string, string> }[] {
   const runs: { sandboxId: string; env: Record<string, string> }[] = [];
   const hook = `/etc/airlock/hooks/${phase}.d/10-reseed`;
-  fx.driver.handler = (argv) => {
-    if (argv.includes('airlock-hooks')) return { stdout: argv.at(-1) === `/etc/airlock/hooks/${phase}.d` ? `${hook}\n` : '' };
-    if (argv[0] === hook) return { stdout: 'reseeded\n' };
-    return { stdout: argv.at(-1) ?? '' };
+  fx.driver.handler = (argv) => (argv[0] === hook ? { stdout: 'reseeded\n' } : {});
+  const list = fx.driver.files.list.bind(fx.driver.files);
+  fx.driver.files.list = async (handle, path, options) => {
+    if (path !== `/etc/airlock/hooks/${phase}.d`) return list(handle, path, options);
+    return [{ name: '10-reseed', path: hook, type: 'file', size: 10, mode: '0755', modifiedAt: new Date(0).toISOString() }];
   };
   const exec = fx.driver.exec.bind(fx.driver);
   fx.driver.exec = async (handle, request: ExecRequest) => {
@@ -115,7 +116,7 @@ describe('ForkService', () => {
       const other = await small.sessions.create({ contract: small.contract() });
       const otherSnapshot = await small.snapshots.create(other.id);
       const third = await small.sessions.create({ contract: small.contract() });
-      await assert.rejects(small.forks.fork({ sessionId: third.id, snapshotId: otherSnapshot.id }, 1), { code: 'INVALID_ARGUMENTS', message: /belongs to session/ });
+      await assert.rejects(small.forks.fork({ sessionId: third.id, snapshotId: otherSnapshot.id }, 1), { code: 'SNAPSHOT_NOT_FOUND', message: /has no snapshot/ });
     } finally {
       await small.close();
     }

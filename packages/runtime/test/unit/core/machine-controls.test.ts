@@ -156,14 +156,15 @@ describe('per-call execution', () => {
     const perCall = await fx.sessions.create({ contract: fx.contract(), mode: 'per-call' });
     await assert.rejects(fx.pipeline.submit(perCall.id, 'exec', { command: 'sleep 100', detach: true }), { code: 'INVALID_ARGUMENTS' });
     const machine = await fx.sessions.create({ contract: fx.contract() });
-    fx.driver.handler = () => ({ stdout: '42\n' });
+    fx.driver.handler = () => ({ pid: 42 });
     const outcome = await fx.pipeline.submit(machine.id, 'exec', { command: 'python3 -m http.server', detach: true });
     assert.equal(outcome.status, 'completed');
     if (outcome.status !== 'completed') return;
     assert.equal(outcome.result['pid'], 42);
     assert.match(String(outcome.result['logPath']), /^\/tmp\/airlock\/proc_.*\.log$/);
-    const argv = fx.driver.execs.at(-1)?.argv ?? [];
-    assert.deepEqual(argv.slice(-3), ['/bin/sh', '-c', 'python3 -m http.server'], 'the command itself is what the wrapper starts');
+    const started = fx.driver.execs.at(-1);
+    assert.deepEqual(started?.argv, ['/bin/sh', '-c', 'python3 -m http.server'], 'the command itself is what the driver detaches');
+    assert.equal(started?.detach?.logPath, outcome.result['logPath']);
   });
 });
 

@@ -177,10 +177,15 @@ describe('SessionService', () => {
     });
     // Recovery: the files of the dead machine, each call in a fresh sandbox over its disk (the real read is in the e2e tests).
     const before = fx.driver.execs.length;
+    const filesBefore = fx.driver.files.calls.length;
+    await fx.disks.ensureMounted(session.id).then((dir) => {
+      mkdirSync(join(dir, 'workspace'), { recursive: true });
+      writeFileSync(join(dir, 'workspace', 'work.txt'), 'kept');
+    });
     assert.equal((await fx.pipeline.submit(session.id, 'files.read', { path: '/workspace/work.txt' })).status, 'completed');
     assert.equal((await fx.pipeline.submit(session.id, 'exec', { argv: ['ls', '/workspace'], ephemeral: true })).status, 'completed');
-    const recoveries = fx.driver.execs.slice(before);
-    assert.ok(recoveries.length >= 2 && recoveries.every((call) => call.sandboxId.includes('-run-')), JSON.stringify(recoveries));
+    const recoveries = [...fx.driver.execs.slice(before), ...fx.driver.files.calls.slice(filesBefore)];
+    assert.ok(recoveries.length >= 3 && recoveries.every((call) => call.sandboxId.includes('-run-')), JSON.stringify(recoveries));
     assert.equal((await fx.sessions.terminate(session.id)).state, 'terminated');
   });
 });

@@ -6,6 +6,9 @@
  * twice: as a directory driver and as a block-device one.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DEFAULT_RESOURCES, runDriverConformance, type ConformanceContext, type SpecOptions } from '../../../src/drivers/conformance/driver-conformance.js';
 import { FakeDriver } from '../../../src/drivers/fake/fake-driver.js';
 import type { SandboxSpec, SandboxVolume } from '../../../src/core/sandbox-driver.js';
@@ -14,6 +17,8 @@ function fakeContext(kind: SandboxVolume['kind']): () => Promise<ConformanceCont
   return async () => {
     const driver = new FakeDriver({ name: `fake-${kind}`, volumes: { rootfs: kind, disk: kind }, capabilities: { sharedDisk: kind === 'directory' } });
     let counter = 0;
+    // The fake's files live in its disk directories (block devices too: a directory stands for the image).
+    const base = mkdtempSync(join(tmpdir(), 'airlock-fake-conformance-'));
     return {
       driver,
       runsNoCommands: 'the fake driver runs no processes: it answers every exec from a handler',
@@ -25,7 +30,7 @@ function fakeContext(kind: SandboxVolume['kind']): () => Promise<ConformanceCont
           sandboxId: `f${counter}-${randomBytes(3).toString('hex')}`,
           sessionId,
           rootfs: { kind, path: '/images/test' },
-          disk: { kind, path: `/disks/${sessionId}` },
+          disk: { kind, path: join(base, 'disks', sessionId) },
           stateDir: `/state/${counter}`,
           hostname: `box-${counter}`,
           resources: { ...DEFAULT_RESOURCES, ...options.resources },
@@ -35,7 +40,7 @@ function fakeContext(kind: SandboxVolume['kind']): () => Promise<ConformanceCont
       newImageDir: async () => `/images/checkpoint-${(counter += 1)}`,
       leftovers: async (sandboxId) => (driver.sandboxes.has(sandboxId) ? [`fake sandbox ${sandboxId}`] : []),
       imageFingerprint: async () => 'unchanged',
-      dispose: async () => undefined,
+      dispose: async () => rmSync(base, { recursive: true, force: true }),
     };
   };
 }

@@ -2,7 +2,7 @@
  * The contract's filesystem rules as a gVisor sandbox's mounts: the plan
  * (which paths are read-only, masked, writable, pinned), the host sources
  * (missing mount points made on the session disk, symlinks refused) and the
- * OCI spec that carries them with the seccomp profile. That the kernel of a
+ * OCI spec that carries them. That the kernel of a
  * real sandbox refuses what they say is proven by the hostile suite
  * (policy-evasion, path-escapes) against runsc.
  */
@@ -15,7 +15,6 @@ import type { FilesystemRules } from '../../../src/core/session-contract.js';
 import { hasFilesystemRules, planFilesystemMounts } from '../../../src/drivers/gvisor/filesystem-mounts.js';
 import { prepareRules, resolveRuleMounts, ruleMountsOf, type MountSourceLayout } from '../../../src/drivers/gvisor/filesystem-mount-sources.js';
 import { buildOciSpec } from '../../../src/drivers/gvisor/oci-spec.js';
-import { MOUNT_SYSCALLS } from '../../../src/drivers/gvisor/sandbox-seccomp.js';
 
 const NONE: FilesystemRules = { readOnly: [], denyRead: [], denyWrite: [] };
 const rules = (overrides: Partial<FilesystemRules>): FilesystemRules => ({ ...NONE, ...overrides });
@@ -83,7 +82,7 @@ describe('filesystem mount plan', () => {
   });
 
   it("leaves the machine's own filesystems alone: /proc, /dev, /sys, /.airlock", () => {
-    assert.deepEqual(summary(rules({ denyWrite: ['/proc', '/dev/shm', '/sys', '/.airlock/run'], denyRead: ['/proc/1'] })), []);
+    assert.deepEqual(summary(rules({ denyWrite: ['/proc', '/dev/shm', '/sys', '/.airlock/host'], denyRead: ['/proc/1'] })), []);
   });
 });
 
@@ -192,34 +191,24 @@ describe('OCI spec with rule mounts', () => {
     sandboxId: 'airlock-s-g1',
     rootPath: '/state/rootfs',
     workspaceHostDir: '/disk/workspace',
-    toolboxHostPath: '/bin/busybox',
+    agentHostPath: '/host/airlock-agent',
+    agentSocketDir: '/state/agent',
     hostname: 's',
     env: {},
     resources: { cpus: 1, memoryMb: 256, maxProcesses: 64, diskMb: 1024 },
-    args: ['/bin/true'],
-    cwd: '/workspace',
+    processLimit: 72,
   };
   type Spec = {
     root: { readonly: boolean };
     mounts: { destination: string; options?: string[] }[];
-    linux: { seccomp: { defaultAction: string; syscalls: { names: string[]; args?: { value: number }[] }[] } };
+    linux: { seccomp?: unknown };
   };
 
-  it('without rules: a writable root and /workspace, and the seccomp profile all the same', () => {
+  it('without rules: a writable root and /workspace, and no seccomp section (the agent installs its own filter)', () => {
     const spec = buildOciSpec(base) as unknown as Spec;
     assert.equal(spec.root.readonly, false);
     assert.deepEqual(spec.mounts.find((mount) => mount.destination === '/workspace')?.options, ['rbind', 'rw']);
-    assert.equal(spec.linux.seccomp.defaultAction, 'SCMP_ACT_ALLOW');
-    const refused = spec.linux.seccomp.syscalls.flatMap((rule) => (rule.args === undefined ? rule.names : []));
-    for (const name of MOUNT_SYSCALLS) assert.ok(refused.includes(name), `${name} is refused outright`);
-    const flagged = spec.linux.seccomp.syscalls.filter((rule) => rule.args !== undefined);
-    assert.deepEqual(
-      flagged.map((rule) => [rule.names, rule.args?.[0]?.value]),
-      [
-        [['unshare', 'clone'], 0x10000000],
-        [['unshare', 'clone'], 0x00020000],
-      ],
-    );
+    assert.equal(spec.linux.seccomp, undefined, 'a runsc filter would refuse the agent its bounded /proc mount');
   });
 
   it('with rules: the mounts sit after /workspace and before the network files, in plan order', async () => {
@@ -240,8 +229,8 @@ describe('OCI spec with rule mounts', () => {
       const destinations = spec.mounts.map((mount) => mount.destination);
       assert.deepEqual(destinations.slice(destinations.indexOf('/workspace')), [
         '/workspace',
-        '/.airlock/bin/busybox',
-        '/.airlock/run',
+        '/.airlock/bin/airlock-agent',
+        '/.airlock/host',
         '/workspace/keep',
         '/etc/machine-id',
         '/etc/resolv.conf',

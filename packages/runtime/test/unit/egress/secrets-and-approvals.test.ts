@@ -39,6 +39,24 @@ test('secrets are encrypted at rest, listed without values, bound to their name,
   }
 });
 
+test('a secret given to some tenants serves only their sessions; left out on replace, its tenants stay', () => {
+  const dir = mkdtempSync('/var/tmp/airlock-secrets-test-');
+  try {
+    const store = new SecretStore({ dir: join(dir, 'secrets'), keyFile: join(dir, 'secrets.key') });
+    assert.equal(store.set('EVERYONE', 'v').tenants, null);
+    assert.equal(store.givenTo('EVERYONE', 'acme'), true);
+    assert.deepEqual(store.set('GLOBEX_ONLY', 'v', ['globex', 'globex']).tenants, ['globex']);
+    assert.equal(store.givenTo('GLOBEX_ONLY', 'globex'), true);
+    assert.equal(store.givenTo('GLOBEX_ONLY', 'acme'), false);
+    assert.equal(store.givenTo('MISSING', 'acme'), false);
+    assert.deepEqual(store.set('GLOBEX_ONLY', 'rotated').tenants, ['globex'], 'a rotation keeps the tenants');
+    assert.equal(store.set('GLOBEX_ONLY', 'rotated', null).tenants, null);
+    assert.equal(store.givenTo('GLOBEX_ONLY', 'acme'), true);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 const ASK_FIRST = parseContract({
   version: 1,
   network: { allowedDomains: ['*.example.com'] },
