@@ -6,16 +6,14 @@
  * allowed directory. No write may land in a denyWrite directory, no read may
  * return a denyRead file, no planted link may redirect a write.
  *
- * The API still checks a path and then uses it in a second step, but the
- * rules hold anyway: the sandbox's mounts refuse a write into the denyWrite
- * dir and hide the denyRead file whatever path the call ends up on (issue
- * 12 item 3), and the write's temp file has a name nothing holds, opened
- * with O_EXCL. Each carries a positive control (the swapper swapped, some
- * calls went through) so that it passes only by holding, not by doing
- * nothing. The reads are still todo: no read returns the secret any more,
- * but under the swapper the read script's own steps (exists, stat, head)
- * race too, so every read may fail and the control cannot pass; the
- * in-sandbox agent's race-free resolution (issue 11) fixes that. The
+ * The API checks a path and then uses it in a second step, but the agent
+ * runs that step with symlinks refused (a swapped directory fails the call,
+ * FILE_CHANGED, instead of redirecting it), and the rules hold anyway: the
+ * sandbox's mounts refuse a write into the denyWrite dir and hide the
+ * denyRead file whatever path the call ends up on (issue 12 item 3). The
+ * write's temp file has a random name nothing holds, opened with O_EXCL.
+ * Each carries a positive control (the swapper swapped, some calls went
+ * through) so that it passes only by holding, not by doing nothing. The
  * session's breaker is set high so that one attempt's failures do not stop
  * the next one's calls.
  */
@@ -25,8 +23,6 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, sy
 import { join } from 'node:path';
 import { TestInstallation } from '../support/test-installation.js';
 import { HostileApi, needle, pooled, waitFor } from '../support/hostile-kit.js';
-
-const READ_RACE_TODO = 'no read leaks the secret (the mounts hide it), but every read may fail under the swapper: needs race-free path resolution in the in-sandbox agent (issue 11)';
 
 const VICTIM = 'the victim in the denyWrite dir\n';
 
@@ -99,7 +95,7 @@ describe('hostile: races and planted symlinks cannot steer the files API past th
     assert.equal(readFileSync(onHost('locked', 'victim'), 'utf8'), VICTIM);
   });
 
-  it('40 reads of an allowed file swapped with a symlink to a denyRead file return the secret none of the times', { todo: READ_RACE_TODO }, async () => {
+  it('40 reads of an allowed file swapped with a symlink to a denyRead file return the secret none of the times', async () => {
     const { value: answers, swaps } = await whileSwapping('allowed.txt', 'alt-file', () =>
       pooled(Array.from({ length: 40 }, (_, index) => index), () => api.tool(session, 'files.read', { path: '/workspace/race/allowed.txt' })),
     );
