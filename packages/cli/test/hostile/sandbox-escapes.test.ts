@@ -123,7 +123,7 @@ describe('hostile: a session cannot get out of its sandbox', { timeout: 900_000 
 
   it('in a user namespace of its own, raw sockets reach only its loopback, never the host', () => {
     const inside = surface.socketsInUserNamespace;
-    assert.equal(inside.unshare, 'EPERM', 'the seccomp profile refuses unshare(CLONE_NEWUSER)');
+    assert.equal(inside.unshare, 'EPERM', 'the seccomp filter of the agent refuses unshare(CLONE_NEWUSER)');
     assert.equal(inside.entered, 'ok clone3', 'control: the probe entered a user namespace all the same (clone3, whose flags no filter sees)');
     assert.deepEqual(inside.interfaces, ['lo'], 'the only interface is the session\'s loopback');
     assertRefused(inside['icmp to the host'], [...hostAddresses, '10.200.0.1'], 'ICMP to the host');
@@ -180,7 +180,7 @@ describe('hostile: a session cannot get out of its sandbox', { timeout: 900_000 
     assert.match(String(tampering['control: read it']), /^ok/, 'control: the toolbox is there and readable');
     assertRefused(tampering, ['write into it', 'truncate it', 'unlink it', 'rename it away', 'chmod it', 'bind another file over it', 'remount it read-write'], 'toolbox');
     const inNamespace = tampering['in a user and mount namespace'];
-    assert.equal(inNamespace['unshare'], 'EPERM', 'the seccomp profile refuses unshare(CLONE_NEWUSER|CLONE_NEWNS)');
+    assert.equal(inNamespace['unshare'], 'EPERM', 'the seccomp filter of the agent refuses unshare(CLONE_NEWUSER|CLONE_NEWNS)');
     assert.equal(inNamespace['entered'], 'ok clone3', 'control: the probe entered a user and mount namespace all the same (clone3)');
     assertRefused(inNamespace, ['write into it', 'write after the remount'], 'toolbox from a user namespace');
     assert.equal(sha256OfFile(toolbox.source), before, `${toolbox.source} on the host is unchanged`);

@@ -64,7 +64,7 @@ CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
 def in_namespaces(action, flags):
     # Runs action() in a child in new namespaces, as an attacker would get them: unshare(2), and where
-    # that is refused (the sandbox's seccomp profile), a child made by clone3(2) with the flags.
+    # that is refused (the agent's seccomp filter), a child made by clone3(2) with the flags.
     # 'unshare' is what unshare answered, 'entered' how the child got in (or why it did not).
     def by_unshare():
         entered = sc(272, flags)
