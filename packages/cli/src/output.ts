@@ -8,7 +8,7 @@ export const EXIT_FAILURE = 1;
 /** Exit code of bad command-line usage. */
 export const EXIT_USAGE = 2;
 
-const REFUSAL_CODES = new Set(['POLICY_DENIED', 'APPROVAL_PENDING', 'APPROVAL_DENIED', 'APPROVAL_EXPIRED', 'RUNAWAY_DETECTED', 'BUDGET_EXCEEDED']);
+const REFUSAL_CODES = new Set(['POLICY_DENIED', 'FILE_ACCESS_DENIED', 'APPROVAL_PENDING', 'APPROVAL_DENIED', 'APPROVAL_EXPIRED', 'RUNAWAY_DETECTED', 'BUDGET_EXCEEDED']);
 
 /** Prints a value as JSON. */
 export function printJson(value: unknown): void {

@@ -6,11 +6,16 @@
  * allowed directory. No write may land in a denyWrite directory, no read may
  * return a denyRead file, no planted link may redirect a write.
  *
- * Today the API checks a path and then uses it in a second step, so these
- * lose; they are todo until the in-sandbox agent resolves paths race-free
- * and the sandbox enforces the rules by its mounts. Each carries a positive
- * control (the swapper swapped, some calls went through) so that once fixed
- * it passes only by holding, not by doing nothing.
+ * The API checks a path and then uses it in a second step, but the agent
+ * runs that step with symlinks refused (a swapped directory fails the call,
+ * FILE_CHANGED, instead of redirecting it), and the rules hold anyway: the
+ * sandbox's mounts refuse a write into the denyWrite dir and hide the
+ * denyRead file whatever path the call ends up on (issue 12 item 3). The
+ * write's temp file has a random name nothing holds, opened with O_EXCL.
+ * Each carries a positive control (the swapper swapped, some calls went
+ * through) so that it passes only by holding, not by doing nothing. The
+ * session's breaker is set high so that one attempt's failures do not stop
+ * the next one's calls.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,7 +24,6 @@ import { join } from 'node:path';
 import { TestInstallation } from '../support/test-installation.js';
 import { HostileApi, needle, pooled, waitFor } from '../support/hostile-kit.js';
 
-const RACE_TODO = 'needs race-free path resolution in the in-sandbox agent (issue 11) and filesystem rules enforced by sandbox mounts (issue 12 item 3)';
 const VICTIM = 'the victim in the denyWrite dir\n';
 
 /**
@@ -65,7 +69,7 @@ describe('hostile: races and planted symlinks cannot steer the files API past th
   before(async () => {
     installation = await TestInstallation.start();
     api = new HostileApi(installation);
-    session = await api.createSession({ version: 1, idle: { keepAwake: true }, filesystem: { denyWrite: ['/workspace/locked'], denyRead: ['/workspace/secret'] } });
+    session = await api.createSession({ version: 1, idle: { keepAwake: true }, guard: { maxIdenticalFailures: 1000 }, filesystem: { denyWrite: ['/workspace/locked'], denyRead: ['/workspace/secret'] } });
     // Everything is laid out from the host, so that nothing here depends on the rules being bypassable.
     for (const dir of ['secret', 'locked', 'race/target', 'open']) mkdirSync(onHost(dir), { recursive: true });
     writeFileSync(onHost('secret', 'key'), secret.value);
@@ -80,7 +84,7 @@ describe('hostile: races and planted symlinks cannot steer the files API past th
     await installation?.destroy();
   });
 
-  it('40 writes into a directory swapped with a symlink to a denyWrite dir land none there', { todo: RACE_TODO }, async () => {
+  it('40 writes into a directory swapped with a symlink to a denyWrite dir land none there', async () => {
     const { value: answers, swaps } = await whileSwapping('target', 'alt-dir', () =>
       pooled(Array.from({ length: 40 }, (_, index) => index), (index) => api.tool(session, 'files.write', { path: `/workspace/race/target/w-${index}.txt`, content: `w${index}` })),
     );
@@ -91,7 +95,7 @@ describe('hostile: races and planted symlinks cannot steer the files API past th
     assert.equal(readFileSync(onHost('locked', 'victim'), 'utf8'), VICTIM);
   });
 
-  it('40 reads of an allowed file swapped with a symlink to a denyRead file return the secret none of the times', { todo: RACE_TODO }, async () => {
+  it('40 reads of an allowed file swapped with a symlink to a denyRead file return the secret none of the times', async () => {
     const { value: answers, swaps } = await whileSwapping('allowed.txt', 'alt-file', () =>
       pooled(Array.from({ length: 40 }, (_, index) => index), () => api.tool(session, 'files.read', { path: '/workspace/race/allowed.txt' })),
     );
@@ -101,7 +105,7 @@ describe('hostile: races and planted symlinks cannot steer the files API past th
     assert.equal(leaked.length, 0, `${leaked.length} of 40 reads returned the denyRead file`);
   });
 
-  it('3,000 planted symlinks named like a predictable temp file do not redirect a write into a denyWrite file', { todo: RACE_TODO }, async () => {
+  it('3,000 planted symlinks named like a predictable temp file do not redirect a write into a denyWrite file', async () => {
     for (let pid = 1; pid <= 3000; pid++) symlinkSync('/workspace/locked/victim', onHost('open', `.airlock-write.${pid}`));
     const written = await api.tool(session, 'files.write', { path: '/workspace/open/note.txt', content: 'an innocent note' });
     assert.equal(written.code, 'ok', `control: the write itself is allowed: ${written.code} ${written.message}`);

@@ -19,7 +19,6 @@ import { dirname, join, relative } from 'node:path';
 import { TestInstallation } from '../support/test-installation.js';
 import { HostileApi, hostMarker, needle, readOnlyBindSources, sha256OfFile, type Answer, type HostMarker } from '../support/hostile-kit.js';
 
-const MOUNT_RULES_TODO = 'needs filesystem rules enforced by sandbox mounts (issue 12 item 3)';
 
 describe('hostile: path escapes end inside the session, and filesystem rules hold through symlinks', { timeout: 600_000 }, () => {
   let installation: TestInstallation;
@@ -67,11 +66,17 @@ describe('hostile: path escapes end inside the session, and filesystem rules hol
       api.createSession({ version: 1, idle: { keepAwake: true }, filesystem: { denyRead: ['/workspace/secret'], denyWrite: ['/workspace/locked'] } }),
     ]);
     await api.sh(open, `mkdir -p '${marker.dir}' /workspace/links && printf %s '${decoy.halves.join("' '")}' | tr -d ' ' > '${marker.path}' && printf %s '${control.value}' > /workspace/control.txt`);
-    // The denied secret is put in place from the host, as a user's checkout would be: no call of the session writes it.
+    // The denied secret and the locked file are put in place from the host, as a user's checkout would be: the
+    // session's own mounts refuse it both (the rules hold from the machine's start).
     const secretDir = join(hostWorkspace(ruled), 'secret');
     mkdirSync(secretDir, { recursive: true });
     writeFileSync(join(secretDir, 'key'), secret.value);
-    await api.sh(ruled, 'mkdir -p /workspace/locked /workspace/pub && printf keep > /workspace/locked/file && printf public > /workspace/pub/readme');
+    mkdirSync(join(hostWorkspace(ruled), 'locked'), { recursive: true });
+    writeFileSync(join(hostWorkspace(ruled), 'locked', 'file'), 'keep');
+    const refused = await api.run(ruled, 'printf gone > /workspace/locked/file; cat /workspace/secret/key');
+    assert.notEqual(refused.exitCode, 0, 'control: the machine itself refuses the locked file and hides the secret');
+    assertNoLeak(refused.stdout + refused.stderr, 'cat of the denied secret');
+    await api.sh(ruled, 'mkdir -p /workspace/pub && printf public > /workspace/pub/readme');
     assert.equal((await read(ruled, '/workspace/secret/key')).code, 'POLICY_DENIED', 'control: the rule is in force for the plain path');
   });
 
@@ -195,7 +200,7 @@ describe('hostile: path escapes end inside the session, and filesystem rules hol
     assert.equal(sha256OfFile(toolbox.source), before.toolbox, `the toolbox on the host (${toolbox.source}) is unchanged`);
   });
 
-  it('a hard link to a denyRead file from an allowed path does not read the secret', { todo: MOUNT_RULES_TODO }, async () => {
+  it('a hard link to a denyRead file from an allowed path does not read the secret', async () => {
     await api.run(ruled, 'ln /workspace/secret/key /workspace/pub/hard-key');
     const answer = await read(ruled, '/workspace/pub/hard-key');
     assertNoLeak(answer, 'files.read of a hard link to the denied file');

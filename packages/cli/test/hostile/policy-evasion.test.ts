@@ -22,7 +22,6 @@ import { join } from 'node:path';
 import { TestInstallation } from '../support/test-installation.js';
 import { HostileApi, needle, type Answer } from '../support/hostile-kit.js';
 
-const MOUNT_RULES_TODO = 'needs filesystem rules enforced by sandbox mounts (issue 12 item 3)';
 const PROTECTED = 'protected by the contract\n';
 
 const POLICIES = [
@@ -169,62 +168,74 @@ describe('hostile: what the policy cannot see cannot get past the contract\'s fi
     assert.equal((await api.tool(strict, 'files.stat', { path: '/workspace/scratch/to-keep' })).result['type'], 'file', 'the link itself was replaced');
   });
 
-  it('BASH_ENV set inside the command line does not delete a read-only file', { todo: MOUNT_RULES_TODO }, async () => {
+  it('BASH_ENV set inside the command line does not delete a read-only file', async () => {
     const attack = { command: 'BASH_ENV=/workspace/scratch/evil.sh bash -c "cat /workspace/keep/file"' };
     await assertRealAttack(attack, 'BASH_ENV in the command line');
     await assertSurvives(attack, 'BASH_ENV in the command line');
   });
 
-  it('a PATH set inside the command line does not turn cat into rm on a read-only file', { todo: MOUNT_RULES_TODO }, async () => {
+  it('a PATH set inside the command line does not turn cat into rm on a read-only file', async () => {
     const attack = { command: 'PATH=/workspace/scratch/bin:$PATH cat /workspace/keep/file' };
     await assertRealAttack(attack, 'PATH in the command line');
     await assertSurvives(attack, 'PATH in the command line');
   });
 
-  it('a renamed rm (reported as programs cp and zap) does not delete a read-only file', { todo: MOUNT_RULES_TODO }, async () => {
+  it('a renamed rm (reported as programs cp and zap) does not delete a read-only file', async () => {
     const attack = { command: 'cp /bin/rm /tmp/zap; /tmp/zap -f /workspace/keep/file' };
     await assertRealAttack(attack, 'renamed rm');
     await assertSurvives(attack, 'renamed rm');
   });
 
-  it('an interpreter does not delete a read-only file', { todo: MOUNT_RULES_TODO }, async () => {
+  it('an interpreter does not delete a read-only file', async () => {
     const attack = { command: 'python3 -c "import os; os.remove(\'/workspace/keep/file\')"' };
     await assertRealAttack(attack, 'python3');
     await assertSurvives(attack, 'python3');
   });
 
-  it('a script the agent wrote earlier, run by its path, does not delete a read-only file', { todo: MOUNT_RULES_TODO }, async () => {
+  it('a script the agent wrote earlier, run by its path, does not delete a read-only file', async () => {
     const attack = { command: '/workspace/scratch/clean' };
     await assertRealAttack(attack, 'a script');
     await assertSurvives(attack, 'a script');
   });
 
-  it('deleting without a deletion program (a redirection, cp of /dev/null) does not empty a read-only file', { todo: MOUNT_RULES_TODO }, async () => {
+  it('deleting without a deletion program (a redirection, cp of /dev/null) does not empty a read-only file', async () => {
     for (const command of [': > /workspace/keep/file', 'cp /dev/null /workspace/keep/file']) {
       await assertRealAttack({ command }, command);
       await assertSurvives({ command }, command);
     }
   });
 
-  it('a command writing through a symlink it made does not change a denyWrite file', { todo: MOUNT_RULES_TODO }, async () => {
+  it('a command writing through a symlink it made does not change a denyWrite file', async () => {
     protect(strict);
     await exec(strict, { command: 'ln -sfn /workspace/locked/file /workspace/scratch/to-locked && echo clobbered > /workspace/scratch/to-locked' });
     assert.ok(intact(strict, 'workspace/locked/file'), 'the denyWrite file is unchanged');
   });
 
-  it('a command cannot read a denyRead file: cat, an interpreter, a copy', { todo: MOUNT_RULES_TODO }, async () => {
+  it('a command cannot read a denyRead file: cat, an interpreter, a copy', async () => {
     protect(strict);
     const read = await exec(strict, { command: 'cat /workspace/private/token; python3 -c "print(open(\'/workspace/private/token\').read())"; cp /workspace/private/token /workspace/scratch/copy; cat /workspace/scratch/copy' });
     assert.ok(!JSON.stringify(read.body).includes(token.value), `a command read the denied file: ${String(read.result['stdout']).slice(0, 200)}`);
   });
 
-  it('a command cannot write outside allowWrite', { todo: MOUNT_RULES_TODO }, async () => {
+  it('a command cannot write outside allowWrite', async () => {
     await exec(strict, { command: 'echo planted > /opt/planted; echo planted > /etc/planted' });
     const check = await exec(strict, { command: 'cat /opt/planted /etc/planted' });
     assert.doesNotMatch(String(check.result['stdout']), /planted/, 'nothing was written outside /workspace and /tmp');
   });
 
-  it('a user and mount namespace of its own cannot lift the read-only mount: remount, unmount, mount over', { todo: MOUNT_RULES_TODO }, async () => {
+  it('a running session\'s filesystem lists cannot be changed to lift a rule: refused with the reason, nothing changes', async () => {
+    const before = await api.request('GET', `/v1/sessions/${strict}/contract`);
+    const widened = await api.request('PATCH', `/v1/sessions/${strict}/contract`, { filesystem: { ...STRICT.filesystem, readOnly: [], allowWrite: ['/'] } });
+    assert.equal(widened.code, 'INVALID_STATE', `${widened.status} ${widened.message}`);
+    assert.match(widened.message, /filesystem\.readOnly, filesystem\.allowWrite .*cannot change.*new session/);
+    const unchanged = await api.request('PATCH', `/v1/sessions/${strict}/contract`, { filesystem: STRICT.filesystem });
+    assert.equal(unchanged.status, 200, `control: the same lists are accepted as a no-op: ${unchanged.message}`);
+    const after = await api.request('GET', `/v1/sessions/${strict}/contract`);
+    assert.deepEqual(after.body, before.body, 'the contract and its version are unchanged');
+    await assertSurvives({ command: ': > /workspace/keep/file' }, 'a write after the refused change');
+  });
+
+  it('a user and mount namespace of its own cannot lift the read-only mount: remount, unmount, mount over', async () => {
     const attack = {
       argv: [
         'python3',

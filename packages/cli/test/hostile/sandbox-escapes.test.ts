@@ -31,7 +31,7 @@ interface KernelSurface {
   probeMountEmpty: boolean;
   ptrace: Record<string, string>;
   sockets: Record<string, string>;
-  socketsInUserNamespace: { unshare: string; interfaces: string[]; 'icmp to the host': Record<string, string> } & Record<string, unknown>;
+  socketsInUserNamespace: { unshare: string; entered: string; interfaces: string[]; 'icmp to the host': Record<string, string> } & Record<string, unknown>;
   kernel: Record<string, string>;
   procSys: Record<string, string>;
   hostnameUnchanged: boolean;
@@ -123,7 +123,8 @@ describe('hostile: a session cannot get out of its sandbox', { timeout: 900_000 
 
   it('in a user namespace of its own, raw sockets reach only its loopback, never the host', () => {
     const inside = surface.socketsInUserNamespace;
-    assert.equal(inside.unshare, 'ok 0', 'control: the probe entered a user namespace');
+    assert.equal(inside.unshare, 'EPERM', 'the seccomp filter of the agent refuses unshare(CLONE_NEWUSER)');
+    assert.equal(inside.entered, 'ok clone3', 'control: the probe entered a user namespace all the same (clone3, whose flags no filter sees)');
     assert.deepEqual(inside.interfaces, ['lo'], 'the only interface is the session\'s loopback');
     assertRefused(inside['icmp to the host'], [...hostAddresses, '10.200.0.1'], 'ICMP to the host');
   });
@@ -164,6 +165,7 @@ describe('hostile: a session cannot get out of its sandbox', { timeout: 900_000 
   it('a chroot, even the classic escape from a user namespace, stays inside the sandbox', () => {
     const chroot = surface.chroot;
     assert.doesNotMatch(String(chroot['chroot without a user namespace']), /^ok/, 'chroot needs a user namespace');
+    assert.equal(chroot['entered'], 'ok clone3', `control: the probe is in a user namespace of its own (unshare is refused by seccomp): ${JSON.stringify(chroot)}`);
     assert.equal(chroot['chroot into the jail'], 'ok', `control: the escape was attempted: ${JSON.stringify(chroot)}`);
     const imageRoot = new Set(readdirSync(join(TEST_IMAGES_DIR, 'debian-bookworm', 'rootfs')));
     const hostOnlyEntries = readdirSync('/').filter((entry) => !imageRoot.has(entry) && entry !== 'workspace' && entry !== '.airlock');
@@ -178,7 +180,8 @@ describe('hostile: a session cannot get out of its sandbox', { timeout: 900_000 
     assert.match(String(tampering['control: read it']), /^ok/, 'control: the toolbox is there and readable');
     assertRefused(tampering, ['write into it', 'truncate it', 'unlink it', 'rename it away', 'chmod it', 'bind another file over it', 'remount it read-write'], 'toolbox');
     const inNamespace = tampering['in a user and mount namespace'];
-    assert.equal(inNamespace['unshare'], 'ok 0', 'control: the probe entered a user and mount namespace');
+    assert.equal(inNamespace['unshare'], 'EPERM', 'the seccomp filter of the agent refuses unshare(CLONE_NEWUSER|CLONE_NEWNS)');
+    assert.equal(inNamespace['entered'], 'ok clone3', 'control: the probe entered a user and mount namespace all the same (clone3)');
     assertRefused(inNamespace, ['write into it', 'write after the remount'], 'toolbox from a user namespace');
     assert.equal(sha256OfFile(toolbox.source), before, `${toolbox.source} on the host is unchanged`);
     assert.equal(await api.sh(probe, 'echo toolbox-still-works'), 'toolbox-still-works\n');

@@ -193,5 +193,7 @@ int capability_raise(int capability);
 void capability_lower(int capability);
 /* In a child about to exec: drops every privilege the agent keeps for itself. */
 void capabilities_drop_for_child(void);
+/* Refuses every mount-changing call to the agent and all it starts (seccomp.c); 0, or -1 with errno. */
+int seccomp_lock_mounts(void);
 
 #endif

@@ -198,6 +198,11 @@ int resolve_path(const char *path, const struct resolve_options *options, struct
       }
       error = append(canonical, name, length, detail);
       if (!error) error = finish_at(current, name, out);
+      /* in a directory the sandbox may not search (a denyRead mask): the name is all there is to know */
+      if (error == EACCES && options->allow_missing) {
+        out->exists = false;
+        error = 0;
+      }
       if (error) goto failed;
       free(pending);
       return 0;
@@ -218,7 +223,8 @@ int resolve_path(const char *path, const struct resolve_options *options, struct
       continue;
     }
     error = errno;
-    if (error == ENOENT && options->allow_missing) {
+    /* a missing directory, or one the sandbox may not search (a denyRead mask): the rest stays as written */
+    if ((error == ENOENT || error == EACCES) && options->allow_missing) {
       error = append(canonical, name, length, detail);
       if (!error) error = append_lexically(canonical, pending + cursor, detail);
       if (error) goto failed;

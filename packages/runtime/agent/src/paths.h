@@ -28,7 +28,7 @@ struct resolve_options {
   bool follow_last;
   /* create missing directories on the way (mkdir -p) */
   bool create_parents;
-  /* a missing directory on the way ends resolution with the rest kept as written (canonical paths) */
+  /* a missing or unsearchable directory on the way ends resolution with the rest kept as written (canonical paths) */
   bool allow_missing;
 };
 

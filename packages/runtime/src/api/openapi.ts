@@ -227,12 +227,15 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/sessions/{id}/contract': {
         parameters: [idParam],
         get: op('the contract the session runs under, with its version', {}, 'SessionContract'),
-        patch: op("replace a running session's network lists: a new contract version, audited as contract.updated, applied to the gateway at once", {
+        patch: op("replace a running session's network lists: a new contract version, audited as contract.updated, applied to the gateway at once. filesystem lists cannot change (the machine's mounts enforce them): a different one is refused with INVALID_STATE", {
           requestBody: json({
             type: 'object',
             additionalProperties: false,
-            required: ['network'],
-            properties: { network: { type: 'object', properties: { allowedDomains: { type: 'array', items: { type: 'string' } }, deniedDomains: { type: 'array', items: { type: 'string' } } } } },
+            minProperties: 1,
+            properties: {
+              network: { type: 'object', properties: { allowedDomains: { type: 'array', items: { type: 'string' } }, deniedDomains: { type: 'array', items: { type: 'string' } } } },
+              filesystem: { type: 'object', description: 'must equal the session\'s lists: readOnly, denyRead, denyWrite, allowWrite' },
+            },
           }),
         }),
       },

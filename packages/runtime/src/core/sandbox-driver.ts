@@ -17,6 +17,7 @@
  */
 import type { Duplex } from 'node:stream';
 import { AirlockError } from './errors.js';
+import type { FilesystemRules } from './session-contract.js';
 import type { SandboxFiles } from './sandbox-files.js';
 
 /** What a driver can do, declared instead of throwing "not implemented". */
@@ -106,6 +107,12 @@ export interface SandboxSpec {
   scratch?: boolean;
   /** absent: no network at all (loopback only); present: a namespace whose only way out is the egress gateway */
   network?: SandboxNetwork;
+  /**
+   * The contract's filesystem rules, for drivers that enforce them with the sandbox's own mounts
+   * (read-only, masked, writable); absent: no rules. They never change for a session, so every
+   * incarnation (start, restore, fork branch, per-call sandbox) gets the same mounts.
+   */
+  filesystem?: FilesystemRules;
   /**
    * restore only. Present: the sandbox is a fork branch of the image (it may share the image's memory
    * with its sibling branches), and this is the identity it gets before any of its processes runs again

@@ -54,6 +54,7 @@ export class SandboxSpecs {
       resources: session.resources,
       env: net ? { ...image.env, ...net.env } : image.env,
       ...(net ? { network: net.network } : {}),
+      filesystem: session.contract.filesystem,
     };
   }
 

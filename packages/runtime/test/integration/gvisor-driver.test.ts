@@ -13,7 +13,9 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { join } from 'node:path';
 import { isAirlockError } from '../../src/core/errors.js';
 import type { SandboxHandle, SandboxSpec } from '../../src/core/sandbox-driver.js';
+import type { FilesystemRules } from '../../src/core/session-contract.js';
 import { DEFAULT_RESOURCES, runDriverConformance, type ConformanceContext, type SpecOptions } from '../../src/drivers/conformance/driver-conformance.js';
+import { sh } from '../../src/drivers/conformance/conformance-context.js';
 import { CONTAINER_PREFIX, GvisorDriver, hostProcessesOf, leftoverCgroups, mountsUnder } from '../../src/drivers/gvisor/index.js';
 import { LoopDisks } from '../../src/storage/loop-disks.js';
 import { buildBusyboxRootfs, treeFingerprint } from '../support/busybox-rootfs.js';
@@ -43,7 +45,13 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
     }
     if (spec) {
       found.push(...(await mountsUnder(spec.stateDir)).map((path) => `mount ${path}`));
-      if (await stat(spec.stateDir).then(() => true, () => false)) found.push(`state dir ${spec.stateDir}`);
+      if (
+        await stat(spec.stateDir).then(
+          () => true,
+          () => false,
+        )
+      )
+        found.push(`state dir ${spec.stateDir}`);
     }
     return found;
   };
@@ -91,7 +99,11 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
       try {
         // Destroy whatever a failed case left, then prove nothing leaked anywhere.
         for (const spec of specs.values()) {
-          const handle: SandboxHandle = { sandboxId: spec.sandboxId, sessionId: spec.sessionId, driverData: { stateDir: spec.stateDir, diskDir: spec.disk.path } };
+          const handle: SandboxHandle = {
+            sandboxId: spec.sandboxId,
+            sessionId: spec.sessionId,
+            driverData: { stateDir: spec.stateDir, diskDir: spec.disk.path },
+          };
           await driver.destroy(handle);
         }
         for (const sessionId of sessions) await disks.destroy(sessionId);
@@ -109,6 +121,60 @@ async function makeGvisorContext(): Promise<ConformanceContext> {
 }
 
 runDriverConformance('gvisor', makeGvisorContext);
+
+// What the agent does at boot, in this order (ADR 0011, ADR 0017): its bounded /proc mount, then the seccomp filter that
+// keeps every process from changing the mounts. A filter installed by runsc (--oci-seccomp) would refuse the first.
+describe('gVisor machine: the bounded /proc, then the mounts locked', () => {
+  const LOCKS = [
+    'grep " /proc " /proc/mounts | tail -n 1',
+    'grep "^Seccomp:" /proc/1/status /proc/self/status',
+    'mount -t tmpfs none /tmp 2>/dev/null && echo mounted || echo mount refused',
+    'umount /proc 2>/dev/null && echo unmounted || echo umount refused',
+    'unshare -U -m true 2>/dev/null && echo unshared || echo unshare refused',
+    '(echo x > /etc/probe) 2>/dev/null && echo written || echo write refused',
+  ].join('; ');
+  const expected = (etc: 'written' | 'write refused'): string =>
+    [
+      'none /proc proc rw,dentry_cache_limit=64 0 0',
+      '/proc/1/status:Seccomp:\t2',
+      '/proc/self/status:Seccomp:\t2',
+      'mount refused',
+      'umount refused',
+      'unshare refused',
+      etc,
+    ].join('\n');
+
+  it('holds with and without filesystem rules, and after a checkpoint and restore', async () => {
+    const context = await makeGvisorContext();
+    const { driver } = context;
+    try {
+      const plain = await driver.start(await context.newSpec());
+      try {
+        assert.equal((await sh(driver, plain, LOCKS)).stdout.trim(), expected('written'));
+      } finally {
+        await driver.destroy(plain);
+      }
+      const filesystem: FilesystemRules = { denyRead: [], denyWrite: ['/etc'], readOnly: [] };
+      const spec = { ...(await context.newSpec()), filesystem };
+      const ruled = await driver.start(spec);
+      const image = await context.newImageDir();
+      try {
+        assert.equal((await sh(driver, ruled, LOCKS)).stdout.trim(), expected('write refused'));
+        await driver.checkpoint(ruled, image, { leaveRunning: false });
+      } finally {
+        await driver.destroy(ruled);
+      }
+      const restored = await driver.restore({ ...(await context.newSpec({ sameDiskAs: spec })), filesystem }, image);
+      try {
+        assert.equal((await sh(driver, restored, LOCKS)).stdout.trim(), expected('write refused'), 'after restore');
+      } finally {
+        await driver.destroy(restored);
+      }
+    } finally {
+      await context.dispose();
+    }
+  });
+});
 
 describe('LoopDisks', () => {
   it('creates, clones copy-on-write, survives a crash and reports DISK_FULL', async () => {

@@ -1360,7 +1360,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** replace a running session's network lists: a new contract version, audited as contract.updated, applied to the gateway at once */
+        /** replace a running session's network lists: a new contract version, audited as contract.updated, applied to the gateway at once. filesystem lists cannot change (the machine's mounts enforce them): a different one is refused with INVALID_STATE */
         patch: {
             parameters: {
                 query?: never;
@@ -1373,7 +1373,9 @@ export interface paths {
             requestBody?: {
                 content: {
                     "application/json": {
-                        network: {
+                        /** @description must equal the session's lists: readOnly, denyRead, denyWrite, allowWrite */
+                        filesystem?: Record<string, never>;
+                        network?: {
                             allowedDomains?: string[];
                             deniedDomains?: string[];
                         };

@@ -12,7 +12,7 @@ const secretBody = z.strictObject({
   // The tenants whose sessions may use it (null: every tenant); left out, a replaced secret keeps its tenants.
   tenants: z.array(z.string().regex(TENANT_NAME_PATTERN, 'expected tenant names')).max(1000).nullable().optional(),
 });
-const contractPatch = z.strictObject({ network: z.unknown() });
+const contractPatch = z.strictObject({ network: z.unknown().optional(), filesystem: z.unknown().optional() });
 
 /** Registers /v1/secrets and PATCH /v1/sessions/:id/contract. */
 export function registerEgressRoutes(app: FastifyInstance, services: AirlockServices): void {
@@ -37,6 +37,6 @@ export function registerEgressRoutes(app: FastifyInstance, services: AirlockServ
   app.patch<{ Params: { id: string } }>('/v1/sessions/:id/contract', async (request) => {
     const body = parseBody(contractPatch, request.body ?? {});
     if (!services.contracts) throw new AirlockError('INTERNAL', 'this server cannot update contracts');
-    return sessionView(await services.contracts.updateNetwork(request.params.id, body.network));
+    return sessionView(await services.contracts.update(request.params.id, { ...(body.network === undefined ? {} : { network: body.network }), ...(body.filesystem === undefined ? {} : { filesystem: body.filesystem }) }));
   });
 }

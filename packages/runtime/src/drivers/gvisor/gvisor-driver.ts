@@ -53,9 +53,9 @@ import {
   directorySpec,
   validateSpec,
   type DirectorySpec,
-  type SandboxPaths,
+  type PreparedSandbox,
 } from './sandbox-files.js';
-import { requireAgentImage } from './sandbox-markers.js';
+import { requireAgentImage, RULE_MOUNTS } from './sandbox-markers.js';
 import { NETSTACK_WRAPPER, SandboxNetworks } from './sandbox-network.js';
 import { SandboxRegistry } from './sandbox-registry.js';
 import { CONTAINER_PREFIX, containerIdOf, handleData, storedHandleData, type GvisorHandleData } from './gvisor-handle.js';
@@ -378,6 +378,8 @@ export class GvisorDriver implements SandboxDriver {
         agentHostPath: this.agentHostPath,
         env: spec.env,
         processLimit: spec.resources.maxProcesses + NPROC_RESERVE,
+        // A restore needs the mounts its image was taken with: an image from before the rule mounts gets none.
+        ruleMounts: imageDir === undefined || (await RULE_MOUNTS.isIn(imageDir)),
       });
       // Listening before runsc starts: the agent connects as soon as it runs.
       await this.agents.open(spec.sandboxId, spec.stateDir);
@@ -412,10 +414,23 @@ export class GvisorDriver implements SandboxDriver {
   /**
    * Flags of `run` and `restore`: the network (none, or gVisor's own stack in the sandbox's
    * namespace, see sandbox-network.ts), host sockets, the root layer's overlay, the platform.
+   * A sandbox with rule mounts has its files served by the gofer (`--directfs=false`): with directfs,
+   * runsc 20240729 truncates a file of a read-only bind mount on `open(O_TRUNC)` before it answers
+   * EROFS (measured: `: > file` emptied it); the gofer refuses the open on the host side, and keeps
+   * refusing writes even if the mount were made writable inside. Sandboxes without rules keep directfs.
+   * No process may change the mounts: the agent installs a seccomp filter after its own boot mounts
+   * (agent/src/seccomp.c), which every process it starts inherits.
    */
-  private launchFlags(paths: SandboxPaths, overlay: string, networked = false): string[] {
-    // --host-uds=open: the agent may connect out to its host socket (and only it can reach that socket's directory).
-    return [networked ? '--network=sandbox' : '--network=none', '--host-uds=open', `--overlay2=${overlay}`, `--platform=${this.platform}`, `--panic-log=${paths.panicLogPath}`];
+  private launchFlags(paths: PreparedSandbox, overlay: string, networked = false): string[] {
+    return [
+      networked ? '--network=sandbox' : '--network=none',
+      // the agent may connect out to its host socket (and only it can reach that socket's directory)
+      '--host-uds=open',
+      `--overlay2=${overlay}`,
+      ...(paths.hasRuleMounts ? ['--directfs=false'] : []),
+      `--platform=${this.platform}`,
+      `--panic-log=${paths.panicLogPath}`,
+    ];
   }
 
   /** Builds the sandbox's namespace when its spec asks for a network; its path for the OCI spec. */

@@ -7,6 +7,7 @@
 import type { SandboxResources } from '../../core/sandbox-driver.js';
 import { cgroupPathOf, CPU_PERIOD_US, cpuQuotaUs, pidsBackstop } from './cgroups.js';
 import { AGENT_HOST_DIR, AGENT_PATH } from './agent-endpoint.js';
+import type { OciMount } from './filesystem-mount-sources.js';
 
 /** Mount point of the session workspace inside every sandbox. */
 export const WORKSPACE_PATH = '/workspace';
@@ -33,6 +34,18 @@ export interface OciSpecInput {
   netnsPath?: string;
   /** host files bind-mounted read-only over existing sandbox files (resolv.conf, CA bundle) */
   files?: readonly { hostPath: string; sandboxPath: string }[];
+  /** the contract's filesystem rules as mounts (filesystem-mounts.ts); absent: none */
+  rules?: RuleMounts;
+}
+
+/** What the contract's filesystem rules change in a spec. */
+export interface RuleMounts {
+  rootReadonly: boolean;
+  workspaceReadonly: boolean;
+  /** /tmp as its own tmpfs, when the rules need one */
+  tmp?: OciMount;
+  /** outermost first, after /workspace and before the network's files */
+  mounts: readonly OciMount[];
 }
 
 /** Capabilities of the session's processes: runsc's defaults, root inside but without CAP_SYS_RESOURCE/SYS_ADMIN, so RLIMIT_NPROC binds. */
@@ -64,17 +77,20 @@ export function buildOciSpec(input: OciSpecInput): Record<string, unknown> {
       ],
       noNewPrivileges: true,
     },
-    // Writable on purpose: with a read-only root runsc disables the rootfs overlay and writes fail with EROFS.
-    // The overlay (--overlay2=root:...) absorbs every write; the view underneath is a read-only mount anyway.
-    root: { path: input.rootPath, readonly: false },
+    // Writable unless the rules say otherwise: with a read-only root runsc disables the rootfs overlay and writes
+    // fail with EROFS, which is what `filesystem.allowWrite` without `/` asks for. Otherwise the overlay
+    // (--overlay2=root:...) absorbs every write; the view underneath is a read-only mount anyway.
+    root: { path: input.rootPath, readonly: input.rules?.rootReadonly ?? false },
     hostname: input.hostname,
     mounts: [
       { destination: '/proc', type: 'proc', source: 'proc' },
       { destination: '/dev', type: 'tmpfs', source: 'tmpfs' },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
-      { destination: WORKSPACE_PATH, type: 'bind', source: input.workspaceHostDir, options: ['rbind', 'rw'] },
+      { destination: WORKSPACE_PATH, type: 'bind', source: input.workspaceHostDir, options: ['rbind', input.rules?.workspaceReadonly ? 'ro' : 'rw'] },
       { destination: AGENT_PATH, type: 'bind', source: input.agentHostPath, options: ['rbind', 'ro'] },
       { destination: AGENT_HOST_DIR, type: 'bind', source: input.agentSocketDir, options: ['rbind', 'rw'] },
+      ...(input.rules?.tmp ? [input.rules.tmp] : []),
+      ...(input.rules?.mounts ?? []),
       ...(input.files ?? []).map((file) => ({ destination: file.sandboxPath, type: 'bind', source: file.hostPath, options: ['rbind', 'ro'] })),
     ],
     linux: {

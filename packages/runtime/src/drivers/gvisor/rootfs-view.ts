@@ -24,17 +24,21 @@ export async function ensureSkeleton(skeletonDir: string): Promise<void> {
   if (!(await exists(agent))) await writeFile(agent, '');
 }
 
-/** Mounts the read-only view of skeleton over rootfs at `target`. */
-export async function mountRootfsView(options: { skeletonDir: string; rootfsDir: string; target: string }): Promise<void> {
+/**
+ * Mounts the read-only view of skeleton over rootfs at `target`; `mountPointsDir`, when given, is a
+ * topmost layer of the sandbox's own with the mount points its filesystem rules need (image-mount-points.ts).
+ */
+export async function mountRootfsView(options: { skeletonDir: string; rootfsDir: string; target: string; mountPointsDir?: string }): Promise<void> {
   await mkdir(options.target, { recursive: true });
   if (await isMountPoint(options.target)) return;
-  for (const dir of [options.skeletonDir, options.rootfsDir]) {
+  const layers = [...(options.mountPointsDir === undefined ? [] : [options.mountPointsDir]), options.skeletonDir, options.rootfsDir];
+  for (const dir of layers) {
     if (dir.includes(':') || dir.includes(',')) {
       throw new AirlockError('INVALID_ARGUMENTS', `path ${dir} contains ':' or ',' which overlayfs options cannot carry; move it`);
     }
   }
   // No upperdir: a lower-only overlay is read-only by construction.
-  await run('mount', ['-t', 'overlay', 'airlock-rootfs', '-o', `ro,lowerdir=${options.skeletonDir}:${options.rootfsDir}`, options.target]);
+  await run('mount', ['-t', 'overlay', 'airlock-rootfs', '-o', `ro,lowerdir=${layers.join(':')}`, options.target]);
 }
 
 /** Unmounts the view (lazily when busy) and removes its mount point; idempotent. */

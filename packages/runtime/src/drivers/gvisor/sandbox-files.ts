@@ -13,9 +13,16 @@ import { lstat, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/pr
 import { join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
 import { directoryOf, type SandboxSpec } from '../../core/sandbox-driver.js';
+import { prepareRules, ruleMountsOf } from './filesystem-mount-sources.js';
 import { prepareAgentDirectory } from './agent-endpoint.js';
 import { buildOciSpec } from './oci-spec.js';
 import { mountRootfsView, unmountRootfsView } from './rootfs-view.js';
+
+/** A sandbox's host files once made, and whether its spec mounts filesystem rules. */
+export interface PreparedSandbox extends SandboxPaths {
+  /** the spec carries rule mounts: runsc must serve them through its gofer (--directfs=false, see gvisor-driver.ts) */
+  hasRuleMounts: boolean;
+}
 
 /** Paths of one sandbox's host files. */
 export interface SandboxPaths {
@@ -89,7 +96,9 @@ export async function prepareSandboxFiles(options: {
   processLimit: number;
   /** the sandbox's network namespace, when it has a network */
   netnsPath?: string;
-}): Promise<SandboxPaths> {
+  /** mount the spec's filesystem rules (false only to restore an image taken before they existed) */
+  ruleMounts: boolean;
+}): Promise<PreparedSandbox> {
   const { spec } = options;
   const paths = sandboxPaths(spec.stateDir, spec.diskDir);
   if (!(await isDirectory(spec.rootfsDir))) {
@@ -101,8 +110,11 @@ export async function prepareSandboxFiles(options: {
   await mkdir(paths.bundleDir, { recursive: true });
   await mkdir(paths.overlayDir, { recursive: true });
   await mkdir(paths.workspaceDir, { recursive: true });
+  const prepared = options.ruleMounts ? await prepareRules(spec.filesystem, spec.rootfsDir, spec.stateDir) : undefined;
   const agentSocketDir = await prepareAgentDirectory(spec.stateDir);
-  await mountRootfsView({ skeletonDir: options.skeletonDir, rootfsDir: spec.rootfsDir, target: paths.rootfsView });
+  await mountRootfsView({ skeletonDir: options.skeletonDir, rootfsDir: spec.rootfsDir, target: paths.rootfsView, ...(prepared?.mountPointsDir ? { mountPointsDir: prepared.mountPointsDir } : {}) });
+  const layout = { workspaceHostDir: paths.workspaceDir, rootfsView: paths.rootfsView, diskDir: spec.diskDir, stateDir: spec.stateDir };
+  const rules = prepared ? await ruleMountsOf(prepared, layout) : undefined;
   const config = buildOciSpec({
     sandboxId: spec.sandboxId,
     rootPath: paths.rootfsView,
@@ -113,10 +125,11 @@ export async function prepareSandboxFiles(options: {
     env: options.env,
     resources: spec.resources,
     processLimit: options.processLimit,
+    ...(rules === undefined ? {} : { rules }),
     ...(options.netnsPath === undefined ? {} : { netnsPath: options.netnsPath, files: await existingFiles(spec) }),
   });
   await writeFile(join(paths.bundleDir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
-  return paths;
+  return { ...paths, hasRuleMounts: rules !== undefined };
 }
 
 /** Unmounts the view and deletes the state dir; idempotent. The session disk is left alone. */

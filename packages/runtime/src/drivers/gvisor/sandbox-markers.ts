@@ -35,9 +35,12 @@ export class SandboxMarker {
  */
 export const AGENT_INIT = new SandboxMarker('airlock-agent-v1');
 
+/** The sandbox's mounts carry the contract's filesystem rules (filesystem-mounts.ts); a restore must keep them. */
+export const RULE_MOUNTS = new SandboxMarker('airlock-rule-mounts-v1');
+
 /** Copies every marker of the sandbox whose state dir is `stateDir` into a checkpoint image in the making. */
 export async function markCheckpointImage(stateDir: string, imageDir: string): Promise<void> {
-  for (const marker of [AGENT_INIT]) {
+  for (const marker of [AGENT_INIT, RULE_MOUNTS]) {
     if (await marker.isIn(stateDir)) await marker.put(imageDir);
   }
 }
