@@ -251,6 +251,12 @@ export class TestInstallation {
 
   /** Terminates every session, stops the server and removes the data dir. */
   async destroy(): Promise<void> {
+    // AIRLOCK_TEST_KEEP_DATA=1 keeps a failed run's data dir (sandbox logs, the store) to look at afterwards.
+    if (process.env['AIRLOCK_TEST_KEEP_DATA'] === '1') {
+      await this.stopServer();
+      process.stderr.write(`test installation kept at ${this.dataDir}\n`);
+      return;
+    }
     if (this.child && !hasExited(this.child)) {
       const list = this.cli(['sessions', 'ls', '--json']);
       if (list.code === 0) {

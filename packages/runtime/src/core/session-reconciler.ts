@@ -192,14 +192,18 @@ export async function reconcileSessions(deps: ReconcileDeps): Promise<ReconcileR
       }
       case 'suspend': {
         const snapshotId = await pendingSnapshotId(store, session.id);
-        if (alive) {
+        const imageComplete = snapshotId !== undefined && (await artifacts.list()).includes(snapshotId);
+        // A machine still paused with its whole image written is finished as a suspend, not rolled back: the
+        // crash may have come while it was being destroyed, with the agent's shutdown order already in its
+        // socket, which a thaw would deliver (the machine would end right after being called running).
+        if (alive && !(status === 'paused' && imageComplete)) {
           if (snapshotId) await artifacts.remove(snapshotId);
           if (status === 'paused' && handle) await driver.unpause(handle);
           await records.transition(session.id, 'cancel-suspend', { type: 'session.reconciled', data: { outcome: 'running', interrupted: 'suspend', action: 'rolled back' } });
           report.rolledBack.push(session.id);
           return;
         }
-        if (snapshotId && (await artifacts.list()).includes(snapshotId)) {
+        if (snapshotId && imageComplete) {
           const { checksum, sizeBytes } = await artifacts.seal(snapshotId, { liveDiskOf: session.id });
           if (handle) await driver.destroy(handle);
           await store.transaction(async (tx) => {

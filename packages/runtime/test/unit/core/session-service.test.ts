@@ -128,6 +128,35 @@ describe('SessionService', () => {
     assert.equal((await fx.sessions.resume(session.id)).state, 'running');
   });
 
+  it('reconciles a suspend cut while its paused machine was being destroyed: finished from the complete image, never thawed', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    const snapshotId = 'snap_crashedpaused00000';
+    await fx.records.transition(session.id, 'begin-suspend', { type: 'session.suspend-started', data: { snapshotId } });
+    const handle = (await fx.sessions.get(session.id)).sandbox;
+    assert.ok(handle);
+    await fx.driver.pause(handle);
+    await fx.driver.checkpoint(handle, fx.artifacts.pathFor(snapshotId), { leaveRunning: true });
+    let thawed = 0;
+    fx.driver.unpause = async () => void thawed++;
+    const report = await fx.reconcile();
+    assert.deepEqual(report.completed, [session.id]);
+    assert.equal(thawed, 0, 'a machine whose shutdown may be queued is never thawed');
+    assert.equal((await fx.sessions.get(session.id)).state, 'suspended');
+    assert.equal(fx.driver.sandboxes.has(handle.sandboxId), false);
+  });
+
+  it('reconciles a suspend cut after its machine ran again: rolled back to running, the image dropped', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    const snapshotId = 'snap_crashedrunning0000';
+    await fx.records.transition(session.id, 'begin-suspend', { type: 'session.suspend-started', data: { snapshotId } });
+    const handle = (await fx.sessions.get(session.id)).sandbox;
+    assert.ok(handle);
+    await fx.driver.checkpoint(handle, fx.artifacts.pathFor(snapshotId), { leaveRunning: true });
+    const report = await fx.reconcile();
+    assert.deepEqual(report.rolledBack, [session.id]);
+    assert.equal((await fx.sessions.get(session.id)).state, 'running');
+  });
+
   it('reconciles item by item: a sandbox that cannot be destroyed is reported and audited, and the rest is still repaired', async () => {
     const kept = await fx.sessions.create({ contract: fx.contract() });
     const crashedCreate = await fx.sessions.create({ contract: fx.contract() });
