@@ -88,7 +88,7 @@ describe('hostile: races and planted symlinks cannot steer the files API past th
     const { value: answers, swaps } = await whileSwapping('target', 'alt-dir', () =>
       pooled(Array.from({ length: 40 }, (_, index) => index), (index) => api.tool(session, 'files.write', { path: `/workspace/race/target/w-${index}.txt`, content: `w${index}` })),
     );
-    assert.ok(swaps >= 100, `control: the swapper swapped (${swaps} times)`);
+    assert.ok(swaps >= 20, `control: the swapper swapped (${swaps} times) while the calls ran`);
     const landed = ['target', 'target.hold'].flatMap((dir) => (existsSync(onHost('race', dir)) && lstatSync(onHost('race', dir)).isDirectory() ? readdirSync(onHost('race', dir)) : []));
     assert.ok(landed.length > 0, `control: some writes went through (${answers.map((answer) => answer.code).join(' ')})`);
     assert.deepEqual(readdirSync(onHost('locked')), ['victim'], 'nothing landed in the denyWrite dir');
@@ -99,7 +99,7 @@ describe('hostile: races and planted symlinks cannot steer the files API past th
     const { value: answers, swaps } = await whileSwapping('allowed.txt', 'alt-file', () =>
       pooled(Array.from({ length: 40 }, (_, index) => index), () => api.tool(session, 'files.read', { path: '/workspace/race/allowed.txt' })),
     );
-    assert.ok(swaps >= 100, `control: the swapper swapped (${swaps} times)`);
+    assert.ok(swaps >= 20, `control: the swapper swapped (${swaps} times) while the calls ran`);
     assert.ok(answers.some((answer) => answer.result['content'] === 'allowed'), `control: some reads went through (${answers.map((answer) => answer.code).join(' ')})`);
     const leaked = answers.filter((answer) => JSON.stringify(answer.body).includes(secret.value));
     assert.equal(leaked.length, 0, `${leaked.length} of 40 reads returned the denyRead file`);
