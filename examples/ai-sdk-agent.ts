@@ -69,7 +69,7 @@ try {
   expect(toolMessages.includes('archived'), 'the approved tar ran and its output reached the model');
   expect(second.text === 'Notes written and archived.', `the model finished: ${second.text}`);
   const approval = held ? await sandbox.approvals.get(held.id) : undefined;
-  expect(approval?.state === 'executed' && approval.decidedBy === 'example-human', `Airlock recorded the approval (${approval?.state}, by ${approval?.decidedBy})`);
+  expect(approval?.state === 'executed' && approval.decidedBy?.startsWith('token:') === true, `Airlock recorded the approval (${approval?.state}, by ${approval?.decidedBy})`);
 } catch (error) {
   console.error(error);
   ok = false;

@@ -79,7 +79,7 @@ try {
   expect((await sandbox.files.read('/workspace/notes/plan.md')).trimEnd() === 'step one\nstep two', 'apply_patch created notes/plan.md through AirlockEditor');
   expect(result.finalOutput === 'Notes written, archived and planned.', `the model finished: ${String(result.finalOutput)}`);
   const approval = held ? await sandbox.approvals.get(held.id) : undefined;
-  expect(approval?.state === 'executed' && approval.decidedBy === 'example-human', `Airlock recorded the approval (${approval?.state}, by ${approval?.decidedBy})`);
+  expect(approval?.state === 'executed' && approval.decidedBy?.startsWith('token:') === true, `Airlock recorded the approval (${approval?.state}, by ${approval?.decidedBy})`);
 } catch (error) {
   console.error(error);
   ok = false;

@@ -243,7 +243,9 @@ describe('the web console in Chromium', { skip: chromiumMissing() }, () => {
     const ended = records.find((record) => record.type === 'takeover.ended');
     assert.equal(ended?.data['by'], 'console:admin');
     assert.equal(ended?.data['client'], 'console');
-    const link = await page.waitForSelector('[data-testid=audit] a[data-testid=takeover-recording]');
+    // A locator, not a handle: the audit list re-renders as records stream in, which detaches old elements.
+    const link = page.locator('[data-testid=audit] a[data-testid=takeover-recording]').first();
+    await link.waitFor();
     const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
     const cast = readFileSync(await download.path(), 'utf8').split('\n');
     assert.equal((JSON.parse(cast[0] ?? '{}') as { version: number }).version, 2);

@@ -39,7 +39,7 @@ before(async () => {
   await client.connect(transport);
   const setup = await client.callTool({
     name: 'bash',
-    arguments: { command: "mkdir -p docs secret deep/a/b many && echo hello > docs/readme.md && echo key > secret/key.txt && printf '\\000\\001' > bin.dat && echo x > deep/a/b/c.txt && for i in $(seq 1 120); do echo $i > many/f$i; done" },
+    arguments: { command: "mkdir -p docs secret deep/a/b many && echo hello > docs/readme.md && printf '\\000\\001' > bin.dat && echo x > deep/a/b/c.txt && for i in $(seq 1 120); do echo $i > many/f$i; done" },
   });
   assert.equal(textOf(setup), '[exit code 0]');
 });
