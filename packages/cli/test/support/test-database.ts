@@ -33,42 +33,29 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
   const admin = testPostgresUrl();
   if (!admin) throw new Error(NO_POSTGRES);
   const name = `airlock_${label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(5).toString('hex')}`;
-  await once(admin, `CREATE DATABASE ${name}`);
+  await onDatabase(admin, `CREATE DATABASE ${name}`);
   const url = new URL(admin);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
-    query: async (sql, params = []) => {
-      const client = new pg.Client({ connectionString: url.toString() });
-      await client.connect();
-      try {
-        return await client.query(sql, params);
-      } finally {
-        await client.end();
-      }
-    },
+    query: (sql, params = []) => onDatabase(url.toString(), sql, params),
     drop: async () => {
-      await once(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await onDatabase(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };
 }
 
 /** Runs one statement on the database at `url`; returns the rows it changed. */
 export async function runOnDatabase(url: string, sql: string, params: unknown[] = []): Promise<number> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(sql, params)).rowCount ?? 0;
-  } finally {
-    await client.end();
-  }
+  return (await onDatabase(url, sql, params)).rowCount ?? 0;
 }
 
-async function once(url: string, sql: string): Promise<void> {
+/** One statement on its own connection (tests make few, and a pool would outlive them). */
+async function onDatabase(url: string, sql: string, params: unknown[] = []): Promise<pg.QueryResult> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query(sql);
+    return await client.query(sql, params);
   } finally {
     await client.end();
   }

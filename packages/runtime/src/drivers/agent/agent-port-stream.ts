@@ -5,12 +5,13 @@
  * window. Ending the writable side half-closes the connection; destroying
  * the stream closes it.
  */
-import { Duplex } from 'node:stream';
+import type { Duplex } from 'node:stream';
 import { AirlockError } from '../../core/errors.js';
 import type { AgentConnection } from './agent-connection.js';
 import type { AgentStream } from './agent-stream.js';
 import { withTimeout } from './with-timeout.js';
-import { Channel, MessageType, Tag } from './agent-protocol.js';
+import { AgentDuplex } from './agent-duplex.js';
+import { MessageType, Tag } from './agent-protocol.js';
 import { FieldWriter } from './frame-codec.js';
 
 /** How long the agent may take to connect to the service. */
@@ -54,13 +55,10 @@ export async function openPortStream(connection: AgentConnection, port: number):
   return duplex;
 }
 
-/** The Duplex over one CONNECT stream. */
-class PortStream extends Duplex {
-  /** bytes pushed to the consumer and not yet granted back to the agent */
-  private owed = 0;
-
-  constructor(private readonly stream: AgentStream) {
-    super();
+/** The Duplex over one CONNECT stream: ending the writable side half-closes the connection. */
+class PortStream extends AgentDuplex {
+  constructor(stream: AgentStream) {
+    super(stream);
     stream.done.then(
       () => this.push(null),
       (error: unknown) => {
@@ -69,38 +67,8 @@ class PortStream extends Duplex {
     );
   }
 
-  /** @internal bytes (or the end) from the service */
-  deliver(chunk: Buffer | null): void {
-    if (chunk === null) {
-      this.push(null);
-      return;
-    }
-    this.owed += chunk.length;
-    // Granted only once the consumer wants more: a slow reader slows the service, not the host's memory.
-    if (this.push(chunk)) this.repay();
-  }
-
-  override _read(): void {
-    this.repay();
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    this.stream.write(chunk).then(() => callback(), callback);
-  }
-
   override _final(callback: (error?: Error | null) => void): void {
     this.stream.endInput();
     callback();
-  }
-
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.stream.cancel();
-    callback(error);
-  }
-
-  private repay(): void {
-    if (this.owed === 0) return;
-    this.stream.grant(Channel.OUTPUT, this.owed);
-    this.owed = 0;
   }
 }

@@ -3,11 +3,10 @@
  * console): one Duplex carries keystrokes in and the terminal's output out,
  * `resize` changes its window, `exited` settles with how it ended.
  */
-import { Duplex } from 'node:stream';
 import type { ExecOutcome, SandboxTerminal, TerminalRequest } from '../../core/sandbox-driver.js';
 import type { AgentConnection } from './agent-connection.js';
-import type { AgentStream } from './agent-stream.js';
-import { Channel, MessageType, Tag } from './agent-protocol.js';
+import { AgentDuplex } from './agent-duplex.js';
+import { MessageType, Tag } from './agent-protocol.js';
 import { execFields } from './agent-exec.js';
 import { FieldWriter } from './frame-codec.js';
 
@@ -37,41 +36,5 @@ export function openTerminal(connection: AgentConnection, request: TerminalReque
   };
 }
 
-/** Keystrokes in, terminal output out, granted as the consumer reads. */
-class TerminalStream extends Duplex {
-  private owed = 0;
-
-  constructor(private readonly stream: AgentStream) {
-    super();
-  }
-
-  /** @internal */
-  deliver(chunk: Buffer | null): void {
-    if (chunk === null) {
-      this.push(null);
-      return;
-    }
-    this.owed += chunk.length;
-    if (this.push(chunk)) this.repay();
-  }
-
-  override _read(): void {
-    this.repay();
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    this.stream.write(chunk).then(() => callback(), callback);
-  }
-
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    // Closing the terminal ends its command, as closing a terminal window does.
-    this.stream.cancel();
-    callback(error);
-  }
-
-  private repay(): void {
-    if (this.owed === 0) return;
-    this.stream.grant(Channel.OUTPUT, this.owed);
-    this.owed = 0;
-  }
-}
+/** Keystrokes in, terminal output out, granted as the consumer reads; closing it ends its command, as closing a terminal window does. */
+class TerminalStream extends AgentDuplex {}
