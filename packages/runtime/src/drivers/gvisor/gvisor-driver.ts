@@ -28,6 +28,7 @@ import type {
   SandboxSpec,
   SandboxTerminal,
   SandboxUsage,
+  SandboxVolume,
   TerminalRequest,
 } from '../../core/sandbox-driver.js';
 import type { SandboxFiles } from '../../core/sandbox-files.js';
@@ -226,6 +227,21 @@ export class GvisorDriver implements SandboxDriver {
     }
     await requireAgentImage(imageDir);
     return this.launch(directorySpec(spec), imageDir);
+  }
+
+  /**
+   * A warm pool's sandbox becomes the session's: the registry names the session (so `list()` and
+   * reconciliation see whose it is) and the handle the disk's new place. The running sandbox needs no
+   * change: runsc and its gofer hold the disk open, and the moved mount is the same filesystem.
+   */
+  async adopt(handle: SandboxHandle, to: { sessionId: string; disk: SandboxVolume }): Promise<SandboxHandle> {
+    if (to.disk.kind !== 'directory') throw new AirlockError('INVALID_ARGUMENTS', `the gVisor driver takes its disk as a directory, not a ${to.disk.kind}`);
+    const data = handleData(handle);
+    const registered = await this.registry.get(handle.sandboxId);
+    if (!registered) throw new AirlockError('INVALID_STATE', `sandbox ${handle.sandboxId} is not one this driver made; it cannot be adopted`);
+    await this.registry.register({ sandboxId: handle.sandboxId, sessionId: to.sessionId, stateDir: registered.stateDir, diskDir: to.disk.path });
+    const driverData: GvisorHandleData = { ...data, diskDir: to.disk.path };
+    return { sandboxId: handle.sandboxId, sessionId: to.sessionId, driver: this.name, driverData: { ...driverData } };
   }
 
   async personalize(handle: SandboxHandle, identity: SandboxIdentity): Promise<void> {
@@ -496,4 +512,3 @@ async function exists(path: string): Promise<boolean> {
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
-
