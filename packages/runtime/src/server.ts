@@ -466,6 +466,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await http.close();
       // Warm machines belong to no session: nothing would adopt them at the next start.
       await core.pool.close();
+      await core.teardowns.drain();
       untap();
       await core.approvals.close();
       await core.usage.drain();

@@ -32,6 +32,7 @@ import { ToolPipeline, type CommandAnalysis } from './tool-pipeline.js';
 import type { Tracer } from './tracer.js';
 import { UsageMeter } from './usage-meter.js';
 import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
+import { SandboxTeardowns } from './sandbox-teardowns.js';
 import { DesktopTools } from './desktop-tools.js';
 import { DesktopTakeovers } from './desktop-takeovers.js';
 import type { ThumbnailStore } from './screen-thumbnails.js';
@@ -96,6 +97,8 @@ export interface CoreServices {
   resizer: SessionResizer;
   /** warm machines new sessions claim; `start()` it once the reconciler has run */
   pool: WarmPool;
+  /** sandboxes being destroyed in the background (old machines of suspended sessions) */
+  teardowns: SandboxTeardowns;
 }
 
 /** Builds the core's services over `ports`. */
@@ -109,6 +112,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
   const hooks = new LifecycleHooks({ drivers, store, audit });
   const specs = new SandboxSpecs({ drivers, disks, images, layout: ports.layout, networks: ports.networks });
   const disposal = new SnapshotDisposal({ store, audit, artifacts, clock: lineageClock });
+  const teardowns = new SandboxTeardowns((what, error) => ports.onError?.(what, error));
   const hibernation = new MachineHibernation({
     store,
     records,
@@ -122,6 +126,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     networks: ports.networks,
     hooks,
     usage,
+    teardowns,
   });
   const pool = new WarmPool({ drivers, disks, images, specs, onError: (what, error) => ports.onError?.(what, error) }, ports.warmPool ?? { size: 0 });
   const sessions = new SessionService({
@@ -208,6 +213,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     ports: new SessionPorts(sessions),
     resizer: new SessionResizer(sessions),
     pool,
+    teardowns,
   };
 }
 

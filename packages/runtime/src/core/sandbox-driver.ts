@@ -287,7 +287,10 @@ export interface SandboxDriver {
   start(spec: SandboxSpec): Promise<SandboxHandle>;
   /** Runs one command inside a running sandbox. */
   exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecOutcome>;
-  /** Runs `spec.oneShot` in a fresh sandbox that is destroyed when it ends. */
+  /**
+   * Runs `spec.oneShot` in a fresh sandbox that is destroyed when it ends (possibly after the outcome is
+   * returned, in the background: `close` waits for those teardowns, and a crash leaves an orphan for `list`).
+   */
   runOnce(spec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome>;
   /** Saves memory and processes to `imageDir`; stops the sandbox unless leaveRunning. */
   checkpoint(handle: SandboxHandle, imageDir: string, options: { leaveRunning: boolean }): Promise<CheckpointResult>;

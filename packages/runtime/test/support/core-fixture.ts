@@ -288,6 +288,7 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
     },
     async close() {
       await core.pool.close();
+      await core.teardowns.drain();
       await core.takeovers.close();
       await core.approvals.close();
       await core.usage.drain();
