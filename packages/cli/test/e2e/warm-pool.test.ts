@@ -3,7 +3,7 @@
  * real gVisor driver (`airlock serve --warm-pool 1`): a create claims a
  * machine started before it, which is the session's alone (hostname, machine
  * id, RNG, an empty workspace of its own) and lives on like any other
- * (suspend, resume); what a crashed server left is removed at the next start,
+ * (suspend, resume, fork); what a crashed server left is removed at the next start,
  * and a stopped server leaves no warm machine behind.
  */
 import { after, before, describe, it } from 'node:test';
@@ -81,6 +81,13 @@ describe('warm pool on gVisor', () => {
     await first.suspend();
     await first.resume();
     assert.equal((await first.commands.run('cat /workspace/mine.txt; hostname')).stdout, `first${first.id.replace(/_/g, '-')}\n`);
+    // A branch of a claimed machine gets an identity of its own again (its agent wrote /etc/machine-id once already).
+    const [branch] = await first.fork({ count: 1 });
+    assert.ok(branch);
+    const [branchHostname, branchMachineId] = (await branch.commands.run('hostname; cat /etc/machine-id')).stdout.split('\n');
+    assert.equal(branchHostname, branch.id.replace(/_/g, '-'));
+    assert.notEqual(branchMachineId, machineId);
+    await branch.kill();
     await first.kill();
     await second.kill();
     await poolReady();

@@ -305,7 +305,11 @@ void system_identity(uint32_t id, struct request *request) {
   snprintf(line, sizeof line, "%s\n", request->hostname);
   write_small("/etc/hostname", line); /* best effort: a read-only /etc is the image's choice */
   snprintf(line, sizeof line, "%s\n", request->machine_id);
+  /* The file is 0444 once written (as systemd makes it), and the agent holds CAP_DAC_OVERRIDE only raised:
+   * without it, a second identity (a claimed warm machine forked, a fork of a fork) was refused. */
+  raised = capability_raise(CAP_DAC_OVERRIDE);
   error = write_small("/etc/machine-id", line);
+  if (raised == 0) capability_lower(CAP_DAC_OVERRIDE);
   if (error) {
     send_error(id, error, "writing /etc/machine-id failed", "machine-id");
     return;

@@ -47,6 +47,10 @@ export function identityCases(getContext: () => ConformanceContext): void {
         }
         assert.notEqual(seen[0]?.[2], seen[1]?.[2], 'the running process read different /dev/urandom bytes in each branch');
         assert.match(seen[0]?.[2] ?? '', /^[0-9a-f]{32}$/);
+        // A second identity on the same machine (a claimed warm machine that is forked, a fork of a fork).
+        const again = { hostname: 'branch-again', machineId: 'a'.repeat(32), entropy: new Uint8Array(64).fill(9) };
+        await driver.personalize(branches[0] as SandboxHandle, again);
+        assert.deepEqual((await shOk(driver, branches[0] as SandboxHandle, 'hostname; cat /etc/machine-id')).split('\n').slice(0, 2), [again.hostname, again.machineId]);
         await assert.rejects(
           driver.personalize(branches[0] as SandboxHandle, { hostname: 'bad name;', machineId: '0'.repeat(32), entropy: new Uint8Array(8) }),
           { code: 'INVALID_ARGUMENTS' },

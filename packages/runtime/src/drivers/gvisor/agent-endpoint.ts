@@ -14,9 +14,10 @@
  * runsc's checkpoint panic), so the driver stops listening, removes the
  * socket file, and only then asks the agent to park.
  */
-import { chown, mkdir, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { chown, mkdir, open, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { AirlockError } from '../../core/errors.js';
 import { AgentConnection } from '../agent/agent-connection.js';
 
@@ -38,13 +39,6 @@ export function agentDirectoryOf(stateDir: string): string {
 /** Makes the socket directory, owned so that only the agent can enter it. */
 export async function prepareAgentDirectory(stateDir: string): Promise<string> {
   const directory = agentDirectoryOf(stateDir);
-  const socketPath = join(directory, SOCKET_NAME);
-  if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
-    throw new AirlockError(
-      'DRIVER_UNAVAILABLE',
-      `the agent socket path ${socketPath} is longer than ${MAX_SOCKET_PATH} bytes, the limit of a Unix socket; use a shorter data directory (--data-dir)`,
-    );
-  }
   await mkdir(directory, { recursive: true, mode: 0o700 });
   await chown(directory, AGENT_SOCKET_OWNER, AGENT_SOCKET_OWNER);
   return directory;
@@ -78,13 +72,29 @@ export class AgentEndpoint {
     await rm(this.socketPath, { force: true });
     const server = createServer((socket) => this.accept(socket));
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.socketPath, () => {
-        server.off('error', reject);
-        resolve();
+    // sun_path holds 107 bytes: a longer path (a deep data dir, a per-call sandbox's long id) is bound
+    // through the directory's descriptor instead, whose /proc path is short; the file lands in the same place.
+    const directory =
+      Buffer.byteLength(this.socketPath) > MAX_SOCKET_PATH ? await open(dirname(this.socketPath), constants.O_RDONLY | constants.O_DIRECTORY) : undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(directory ? `/proc/self/fd/${directory.fd}/${SOCKET_NAME}` : this.socketPath, () => {
+          server.off('error', reject);
+          resolve();
+        });
       });
-    });
+    } catch (error) {
+      this.server = undefined;
+      server.close();
+      throw new AirlockError(
+        'DRIVER_FAILED',
+        `listening for the agent of ${this.label} at ${this.socketPath} failed: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
+    } finally {
+      await directory?.close();
+    }
     server.on('error', () => undefined);
   }
 
