@@ -1,0 +1,100 @@
+/** What every row of the issue 11 harness shares: one server, its driver, the image, the options. */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServer, openDataDir, openImageCatalog, type RunningServer, type ServeOptions } from '@airlock/runtime';
+import type { Sandbox } from '@airlock/sdk';
+import type { SandboxDriver, SandboxHandle } from '../../packages/runtime/src/core/sandbox-driver.js';
+
+/** The harness's command line. */
+export interface HarnessOptions {
+  /** samples of the fast rows (issue 11: at least 20) */
+  samples: number;
+  /** samples of the slow rows (suspend, resume: seconds each) */
+  slowSamples: number;
+  /** rounds of the fork of 16 */
+  forkRounds: number;
+  /** calls of the agent-trace replay */
+  traceCalls: number;
+  /** sessions to create and suspend in the last row */
+  suspended: number;
+  /** row ids to run; empty: all */
+  only: string[];
+  /** sandboxes the server keeps warm (`startServer({ warmPool })`) */
+  warmPool: number;
+}
+
+/** The server under test and how to reach it. */
+export interface BenchContext {
+  options: HarnessOptions;
+  work: string;
+  server: RunningServer;
+  connection: { url: string; token: string };
+  driver: SandboxDriver;
+  /** the rootfs of the image the sessions run (debian-bookworm), for the floors */
+  rootfsDir: string;
+}
+
+/** The server's own gVisor driver: a second driver on the same state root would take over the machines' agents. */
+export function driverOf(server: RunningServer): SandboxDriver {
+  const driver = server.services.sessions.drivers.get('gvisor');
+  if (!driver) throw new Error('the server has no gvisor driver');
+  return driver;
+}
+
+/** Starts the server with a warm pool (an option older servers ignore) and finds the image's rootfs. */
+export async function openContext(options: HarnessOptions, work: string): Promise<BenchContext> {
+  // The image the tests build is shared through this directory; a data dir of its own would need a build.
+  if (!process.env['AIRLOCK_IMAGES_DIR'] && existsSync('/var/tmp/airlock-test/images')) process.env['AIRLOCK_IMAGES_DIR'] = '/var/tmp/airlock-test/images';
+  const dataDir = join(work, 'data');
+  // warmPool is the lead's option from issue 11 item 2; until it lands the server ignores it.
+  const serveOptions = { dataDir, host: '127.0.0.1', port: 0, token: 'bench', maxForkBranches: 64, warmPool: options.warmPool } as ServeOptions;
+  const server = await startServer(serveOptions);
+  const image = await openImageCatalog(openDataDir(dataDir)).get('debian-bookworm');
+  return { options, work, server, connection: { url: server.url, token: 'bench' }, driver: driverOf(server), rootfsDir: image.rootfsDir };
+}
+
+/** The sandbox handle of a session, as the server holds it now (it changes on resume). */
+export async function handleOf(context: BenchContext, sandbox: Sandbox): Promise<SandboxHandle> {
+  const handle = (await context.server.services.sessions.get(sandbox.id)).sandbox;
+  if (!handle) throw new Error(`session ${sandbox.id} has no sandbox`);
+  return handle;
+}
+
+/**
+ * Waits until the warm pool is full again, so that the next create claims a warm sandbox. Asks
+ * GET /v1/host for the pool's state when the server answers it; otherwise sleeps 1.5 s (a
+ * benchmark may sleep; a test may not).
+ */
+export async function waitForWarmPool(context: BenchContext): Promise<void> {
+  if (context.options.warmPool === 0) return;
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const response = await fetch(`${context.connection.url}/v1/host`, { headers: { authorization: `Bearer ${context.connection.token}` } }).catch(() => undefined);
+    if (!response?.ok) break;
+    const pool = poolState(await response.json().catch(() => undefined));
+    if (!pool) break;
+    if (pool.ready >= pool.size) return;
+    await sleep(100);
+  }
+  await sleep(1500);
+}
+
+/** `{ ready, size }` of the warm pool from a /v1/host body, when it has one (warmPool.ready/.size or .target). */
+function poolState(body: unknown): { ready: number; size: number } | undefined {
+  const pool = (body as { warmPool?: Record<string, unknown> } | undefined)?.warmPool;
+  const ready = Number(pool?.['ready'] ?? pool?.['available']);
+  const size = Number(pool?.['size'] ?? pool?.['target']);
+  return Number.isFinite(ready) && Number.isFinite(size) ? { ready, size } : undefined;
+}
+
+/** Resolves after `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Kills every session of the server that is not terminated; never throws. */
+export async function killAll(context: BenchContext): Promise<void> {
+  for (const session of await context.server.services.sessions.list().catch(() => [])) {
+    if (session.state !== 'terminated') await context.server.services.sessions.terminate(session.id).catch(() => undefined);
+  }
+}
