@@ -92,6 +92,16 @@ const host = hostFacts();
 const work = mkdtempSync('/var/tmp/ab11-');
 const rows: RowResult[] = [];
 const context = await openContext(options, work);
+// Ctrl-C: no sandbox, mount or loop device may outlive the run.
+process.once('SIGINT', () => {
+  process.stderr.write('interrupted: killing the sessions and closing the server\n');
+  void killAll(context)
+    .then(() => context.server.close())
+    .then(async () => {
+      if ((await mountsUnder(work)).length === 0) rmSync(work, { recursive: true, force: true });
+    })
+    .finally(() => process.exit(130));
+});
 try {
   rows.push(...(await sessionRows(context, wanted)));
   rows.push(...(await checkpointRows(context, wanted)));

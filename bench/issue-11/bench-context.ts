@@ -34,6 +34,13 @@ export interface BenchContext {
   rootfsDir: string;
 }
 
+/**
+ * The contract of a session the harness also drives on the driver behind the server's back: the
+ * server sees no activity from those calls, so without keepAwake it would pause the machine after
+ * its idle timeout (75 s by default) under the floor's feet.
+ */
+export const AWAKE_CONTRACT = { version: 1, idle: { suspendAfterSeconds: 300, keepAwake: true } };
+
 /** The server's own gVisor driver: a second driver on the same state root would take over the machines' agents. */
 export function driverOf(server: RunningServer): SandboxDriver {
   const driver = server.services.sessions.drivers.get('gvisor');

@@ -7,7 +7,7 @@ import { Sandbox } from '@airlock/sdk';
 import { replay, trace } from '../agent-trace-replay.js';
 import { RawRunsc } from '../runsc-floor.js';
 import { quantile, timed } from '../stats.js';
-import { handleOf, type BenchContext } from './bench-context.js';
+import { AWAKE_CONTRACT, handleOf, type BenchContext } from './bench-context.js';
 import { figure, measureRow, type RowResult } from './row-result.js';
 
 const EXEC_TRUE = { argv: ['true'], cwd: '/workspace', env: {}, timeoutMs: 30_000 };
@@ -32,7 +32,7 @@ function addedRow(context: BenchContext): Promise<RowResult> {
   const target = '≤ 60 ms added per call';
   return measureRow('per-call', 'per-call mode: added latency per call', target, async () => {
     const perCall = await Sandbox.create({ ...context.connection, mode: 'per-call' });
-    const machine = await Sandbox.create(context.connection);
+    const machine = await Sandbox.create({ ...context.connection, contract: AWAKE_CONTRACT });
     try {
       await machine.commands.run(['true']);
       const handle = await handleOf(context, machine);
@@ -83,7 +83,7 @@ function traceRow(context: BenchContext): Promise<RowResult> {
   const target = '≤ 0.3× at ≤ 60 ms p50 added per call';
   return measureRow('trace', 'agent-trace replay: per-call compute held vs always-on', target, async () => {
     const steps = trace(context.options.traceCalls, THINK_SCALE, CALL_SCALE);
-    const always = await replay('(a) machine, never sleeps', steps, () => Sandbox.create({ ...context.connection, contract: { version: 1, idle: { suspendAfterSeconds: 300, keepAwake: true } } }));
+    const always = await replay('(a) machine, never sleeps', steps, () => Sandbox.create({ ...context.connection, contract: AWAKE_CONTRACT }));
     const perCall = await replay('(c) per-call sandboxes', steps, () => Sandbox.create({ ...context.connection, mode: 'per-call' }));
     const ratio = perCall.heldSeconds / always.heldSeconds;
     const callSeconds = steps.reduce((total, step) => total + step.callSeconds, 0);

@@ -8,7 +8,7 @@ import { Sandbox } from '@airlock/sdk';
 import type { SandboxHandle } from '../../packages/runtime/src/core/sandbox-driver.js';
 import { RawRunsc } from '../runsc-floor.js';
 import { quantile, timed } from '../stats.js';
-import { handleOf, waitForWarmPool, type BenchContext } from './bench-context.js';
+import { AWAKE_CONTRACT, handleOf, waitForWarmPool, type BenchContext } from './bench-context.js';
 import { figure, measureRow, type RowResult } from './row-result.js';
 
 const EXEC_TRUE = { argv: ['true'], cwd: '/workspace', env: {}, timeoutMs: 30_000 };
@@ -17,7 +17,7 @@ const SMALL = Buffer.alloc(4096, 0x61);
 /** Runs the rows of this file that `wanted` accepts, on one reference session, and kills it. */
 export async function sessionRows(context: BenchContext, wanted: (id: string) => boolean): Promise<RowResult[]> {
   const rows: RowResult[] = [];
-  const reference = await Sandbox.create(context.connection);
+  const reference = await Sandbox.create({ ...context.connection, contract: AWAKE_CONTRACT });
   try {
     await reference.commands.run(['true']);
     const handle = await handleOf(context, reference);
@@ -133,7 +133,7 @@ function filesRow(context: BenchContext, sandbox: Sandbox, handle: SandboxHandle
 function wakeRow(context: BenchContext, sandbox: Sandbox): Promise<RowResult> {
   const target = '≤ 40 ms p50';
   return measureRow('wake', 'wake a paused session → first output', target, async () => {
-    const other = await Sandbox.create(context.connection);
+    const other = await Sandbox.create({ ...context.connection, contract: AWAKE_CONTRACT });
     try {
       await other.commands.run(['true']);
       const otherHandle = await handleOf(context, other);

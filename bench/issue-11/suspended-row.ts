@@ -51,6 +51,7 @@ export function suspendedRow(context: BenchContext): Promise<RowResult> {
     const diskBefore = diskKib(dataDir);
     const cpuBefore = await idleCpu();
     const runscBefore = runscProcesses();
+    const serverRssBefore = process.memoryUsage().rss;
     const ids: string[] = [];
     const perSession: number[] = [];
     const failures: string[] = [];
@@ -85,6 +86,7 @@ export function suspendedRow(context: BenchContext): Promise<RowResult> {
       const diskAfter = diskKib(dataDir);
       const cpuAfter = await idleCpu();
       const runscAfter = runscProcesses();
+      const serverRssAfter = process.memoryUsage().rss;
       const perSessionKib = (diskAfter.allocated - diskBefore.allocated) / Math.max(1, suspended);
       const ramPerSessionMb = (ramAfter.usedMb - ramBefore.usedMb) / Math.max(1, suspended);
       return {
@@ -97,13 +99,13 @@ export function suspendedRow(context: BenchContext): Promise<RowResult> {
         met: wanted < TARGET_SESSIONS ? undefined : suspended >= TARGET_SESSIONS && sandboxesOfOurs === 0,
         notes: [
           `${suspended} of ${wanted} asked suspended in ${createSeconds.toFixed(0)} s (${CONCURRENCY} at a time; create + \`true\` + suspend p50 ${(figure('', perSession).p50 / 1000).toFixed(1)} s each)${failures.length ? `; ${failures.length} failed: ${failures[0]}` : ''}`,
-          `sandboxes of these sessions running or paused: ${sandboxesOfOurs} (all sandboxes the driver lists: ${listings.length}, warm pool included); runsc host processes ${runscBefore} before, ${runscAfter} after`,
-          `host RAM used (free -m): ${ramBefore.usedMb} MiB before, ${ramAfter.usedMb} MiB after (${ramPerSessionMb.toFixed(2)} MiB per session; the page cache and other work on the host move this too)`,
+          `sandboxes of these sessions running or paused: ${sandboxesOfOurs} (all sandboxes the driver lists: ${listings.length}, warm pool included); runsc processes on the host (other work included) ${runscBefore} before, ${runscAfter} after`,
+          `host RAM used (free -m): ${ramBefore.usedMb} MiB before, ${ramAfter.usedMb} MiB after (${ramPerSessionMb.toFixed(2)} MiB per session; other work on the host moves this too); the server's RSS ${(serverRssBefore / 2 ** 20).toFixed(0)} → ${(serverRssAfter / 2 ** 20).toFixed(0)} MiB`,
           `server CPU while idle: ${(cpuBefore * 100).toFixed(2)}% of a core before, ${(cpuAfter * 100).toFixed(2)}% after (${IDLE_WINDOW_MS / 1000} s windows)`,
           `disk per suspended session: ${(perSessionKib / 1024).toFixed(1)} MiB allocated (${((diskAfter.apparent - diskBefore.apparent) / Math.max(1, suspended) / 1024).toFixed(1)} MiB apparent)`,
           wanted < TARGET_SESSIONS ? `not judged: the run asked ${wanted} sessions (--suspended), the target is ${TARGET_SESSIONS}` : '',
         ].filter((note) => note !== ''),
-        details: { wanted, suspended, failures, createSeconds, perSessionMs: perSession, ramBefore, ramAfter, diskBeforeKib: diskBefore, diskAfterKib: diskAfter, cpuIdleBefore: cpuBefore, cpuIdleAfter: cpuAfter, sandboxesOfOurs, sandboxesListed: listings.length, runscBefore, runscAfter },
+        details: { wanted, suspended, failures, createSeconds, perSessionMs: perSession, ramBefore, ramAfter, diskBeforeKib: diskBefore, diskAfterKib: diskAfter, cpuIdleBefore: cpuBefore, cpuIdleAfter: cpuAfter, sandboxesOfOurs, sandboxesListed: listings.length, runscBefore, runscAfter, serverRssBefore, serverRssAfter },
       };
     } finally {
       const killStarted = performance.now();
