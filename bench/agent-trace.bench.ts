@@ -68,7 +68,8 @@ if (modelOnly) {
   process.stdout.write(`${realTimeModel(trace(calls))}\n`);
   process.exit(0);
 }
-const work = mkdtempSync('/var/tmp/airlock-bench-trace-');
+// Short: a per-call sandbox's agent socket path under the data dir must stay under 108 bytes.
+const work = mkdtempSync('/var/tmp/abtr-');
 const server = await startServer({ dataDir: join(work, 'data'), host: '127.0.0.1', port: 0, token: 'bench' });
 const connection = { url: server.url, token: 'bench' };
 try {
