@@ -1,7 +1,7 @@
 /** What every row of the issue 11 harness shares: one server, its driver, the image, the options. */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, openDataDir, openImageCatalog, type RunningServer, type ServeOptions } from '@airlock/runtime';
+import { startServer, openDataDir, openImageCatalog, type RunningServer } from '@airlock/runtime';
 import type { Sandbox } from '@airlock/sdk';
 import type { SandboxDriver, SandboxHandle } from '../../packages/runtime/src/core/sandbox-driver.js';
 
@@ -48,14 +48,12 @@ export function driverOf(server: RunningServer): SandboxDriver {
   return driver;
 }
 
-/** Starts the server with a warm pool (an option older servers ignore) and finds the image's rootfs. */
+/** Starts the server with its warm pool and finds the image's rootfs. */
 export async function openContext(options: HarnessOptions, work: string): Promise<BenchContext> {
   // The image the tests build is shared through this directory; a data dir of its own would need a build.
   if (!process.env['AIRLOCK_IMAGES_DIR'] && existsSync('/var/tmp/airlock-test/images')) process.env['AIRLOCK_IMAGES_DIR'] = '/var/tmp/airlock-test/images';
   const dataDir = join(work, 'data');
-  // warmPool is the lead's option from issue 11 item 2; until it lands the server ignores it.
-  const serveOptions = { dataDir, host: '127.0.0.1', port: 0, token: 'bench', maxForkBranches: 64, warmPool: options.warmPool } as ServeOptions;
-  const server = await startServer(serveOptions);
+  const server = await startServer({ dataDir, host: '127.0.0.1', port: 0, token: 'bench', maxForkBranches: 64, warmPool: options.warmPool });
   const image = await openImageCatalog(openDataDir(dataDir)).get('debian-bookworm');
   return { options, work, server, connection: { url: server.url, token: 'bench' }, driver: driverOf(server), rootfsDir: image.rootfsDir };
 }
@@ -67,31 +65,36 @@ export async function handleOf(context: BenchContext, sandbox: Sandbox): Promise
   return handle;
 }
 
+/** The warm pools as GET /v1/warm-pool shows them (core/warm-pool.ts), undefined from a server without them. */
+export interface PoolStatus {
+  size: number;
+  classes: { imageName: string; resources: Record<string, unknown>; ready: number; starting: number; claims: number; misses: number }[];
+  lastFailure?: { code: string; message: string; at: string };
+}
+
+/** GET /v1/warm-pool, or undefined when the server does not answer it. */
+export async function poolStatus(context: BenchContext): Promise<PoolStatus | undefined> {
+  const response = await fetch(`${context.connection.url}/v1/warm-pool`, { headers: { authorization: `Bearer ${context.connection.token}` } }).catch(() => undefined);
+  if (!response?.ok) return undefined;
+  const body = (await response.json().catch(() => undefined)) as PoolStatus | undefined;
+  return body && Array.isArray(body.classes) ? body : undefined;
+}
+
 /**
- * Waits until the warm pool is full again, so that the next create claims a warm sandbox. Asks
- * GET /v1/host for the pool's state when the server answers it; otherwise sleeps 1.5 s (a
- * benchmark may sleep; a test may not).
+ * Waits until the warm pool is refilled (a class holds `size` ready machines and none is
+ * starting), so that the next create claims a warm machine; at most 30 s. A server without warm
+ * pools gets a 1.5 s sleep instead (a benchmark may sleep; a test may not).
  */
 export async function waitForWarmPool(context: BenchContext): Promise<void> {
   if (context.options.warmPool === 0) return;
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
-    const response = await fetch(`${context.connection.url}/v1/host`, { headers: { authorization: `Bearer ${context.connection.token}` } }).catch(() => undefined);
-    if (!response?.ok) break;
-    const pool = poolState(await response.json().catch(() => undefined));
-    if (!pool) break;
-    if (pool.ready >= pool.size) return;
+    const pool = await poolStatus(context);
+    if (!pool) return sleep(1500);
+    if (pool.size === 0) return;
+    if (pool.classes.some((entry) => entry.ready >= pool.size) && pool.classes.every((entry) => entry.starting === 0)) return;
     await sleep(100);
   }
-  await sleep(1500);
-}
-
-/** `{ ready, size }` of the warm pool from a /v1/host body, when it has one (warmPool.ready/.size or .target). */
-function poolState(body: unknown): { ready: number; size: number } | undefined {
-  const pool = (body as { warmPool?: Record<string, unknown> } | undefined)?.warmPool;
-  const ready = Number(pool?.['ready'] ?? pool?.['available']);
-  const size = Number(pool?.['size'] ?? pool?.['target']);
-  return Number.isFinite(ready) && Number.isFinite(size) ? { ready, size } : undefined;
 }
 
 /** Resolves after `ms` milliseconds. */

@@ -8,7 +8,7 @@ import { Sandbox } from '@airlock/sdk';
 import type { SandboxHandle } from '../../packages/runtime/src/core/sandbox-driver.js';
 import { RawRunsc } from '../runsc-floor.js';
 import { quantile, timed } from '../stats.js';
-import { AWAKE_CONTRACT, handleOf, waitForWarmPool, type BenchContext } from './bench-context.js';
+import { AWAKE_CONTRACT, handleOf, poolStatus, waitForWarmPool, type BenchContext } from './bench-context.js';
 import { figure, measureRow, type RowResult } from './row-result.js';
 
 const EXEC_TRUE = { argv: ['true'], cwd: '/workspace', env: {}, timeoutMs: 30_000 };
@@ -57,6 +57,9 @@ function createRow(context: BenchContext, handle: SandboxHandle): Promise<RowRes
       }
     }
     const result = figure('Airlock', airlock);
+    const pool = await poolStatus(context);
+    const claims = pool ? pool.classes.reduce((total, entry) => total + entry.claims, 0) : 0;
+    const misses = pool ? pool.classes.reduce((total, entry) => total + entry.misses, 0) : 0;
     return {
       operation: 'create → first command output (SDK)',
       target,
@@ -65,8 +68,11 @@ function createRow(context: BenchContext, handle: SandboxHandle): Promise<RowRes
       floor: figure('warm floor: agent `exec true` on the driver of a running sandbox', warm),
       otherFloors: [figure('cold floor: `runsc run` of the same rootfs → first output', cold)],
       met: result.p50 <= 50 && result.p99 <= 120,
-      notes: [`warm pool asked: ${context.options.warmPool} (a server without warm pools ignores the option)`, 'each create is killed outside the clock; the harness waits for the pool to refill between creates'],
-      details: {},
+      notes: [
+        pool ? `warm pool of ${pool.size}: ${claims} claims, ${misses} misses over the whole run so far (GET /v1/warm-pool)` : `warm pool asked: ${context.options.warmPool}; this server has none (no GET /v1/warm-pool)`,
+        'each create is killed outside the clock; the harness waits for the pool to refill between creates',
+      ],
+      details: { warmPool: pool ?? null },
     };
   });
 }
