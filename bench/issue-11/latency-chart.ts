@@ -44,7 +44,8 @@ function label(value: number): string {
 
 /** The SVG text of the chart of `rows` (those in ms or ms/GB) against `before`. */
 export function latencyChart(rows: RowResult[], before: BeforeFile, title: string): string {
-  const charted = rows.filter((row) => !row.error && (row.unit === 'ms' || row.unit === 'ms/GB') && Number.isFinite(row.airlock.p50));
+  // A failed row keeps its place (with its before bar) so that the chart does not hide it.
+  const charted = rows.filter((row) => (row.error !== undefined && before.rows[row.id]?.unit !== '×') || ((row.unit === 'ms' || row.unit === 'ms/GB') && Number.isFinite(row.airlock.p50)));
   const values = charted.flatMap((row) => [row.airlock.p50, row.floor?.p50 ?? Number.NaN, before.rows[row.id]?.p50 ?? Number.NaN, TARGETS[row.id] ?? Number.NaN]).filter((value) => Number.isFinite(value) && value > 0);
   const low = 10 ** Math.floor(Math.log10(Math.min(...values, 1)));
   const high = 10 ** Math.ceil(Math.log10(Math.max(...values, 10)));
@@ -86,7 +87,8 @@ export function latencyChart(rows: RowResult[], before: BeforeFile, title: strin
     bars.forEach(([name, value, color], slot) => {
       const y = top + slot * BAR;
       if (value === undefined || !Number.isFinite(value)) {
-        out.push(`<text x="${PLOT_LEFT + 4}" y="${y + BAR - 3}" fill="#57606a" font-size="11">${name}: not measured</text>`);
+        const why = row.error && name !== 'before' ? 'failed in this run (see the table)' : 'not measured';
+        out.push(`<text x="${PLOT_LEFT + 4}" y="${y + BAR - 3}" fill="${row.error && name !== 'before' ? COLORS.target : '#57606a'}" font-size="11">${name}: ${why}</text>`);
         return;
       }
       const unit = row.unit === 'ms/GB' ? ' per GB' : '';
