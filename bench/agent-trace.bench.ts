@@ -17,6 +17,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer } from '@airlock/runtime';
 import { Sandbox } from '@airlock/sdk';
+import { CALL, THINK, replay, trace as seededTrace, type ModeResult, type Step } from './agent-trace-replay.js';
 import { quantile } from './stats.js';
 
 const positional = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
@@ -24,9 +25,7 @@ const modelOnly = process.argv.includes('--model-only');
 const calls = Number.parseInt(positional[0] ?? '200', 10);
 const thinkScale = Number.parseFloat(positional[1] ?? '0.08');
 const callScale = Number.parseFloat(positional[2] ?? '0.2');
-/** Measured medians (seconds) and the spread we give their tails. */
-const CALL = { median: 0.5, sigma: 1.1, cap: 60 };
-const THINK = { median: 2.7, sigma: 1.2, cap: 300 };
+const trace = (count: number): Step[] => seededTrace(count, thinkScale, callScale);
 /** (b)'s idle timeouts, in compressed seconds (the contract takes whole seconds). */
 const SLEEPY = { pauseAfterSeconds: 1, suspendAfterSeconds: 2 };
 /**
@@ -35,78 +34,6 @@ const SLEEPY = { pauseAfterSeconds: 1, suspendAfterSeconds: 2 };
  * default ended in an OOM kill of the sleeping machine.
  */
 const RESOURCES = { memoryMb: 2048 };
-
-interface Step {
-  callSeconds: number;
-  thinkSeconds: number;
-}
-
-interface ModeResult {
-  mode: string;
-  wallSeconds: number;
-  heldSeconds: number;
-  unpausedSeconds: number;
-  added: number[];
-  resumes: number[];
-  wakes: { unpaused: number; restored: number };
-}
-
-/** A small seeded PRNG (mulberry32), so every run replays the same trace. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function lognormal(next: () => number, median: number, sigma: number, cap: number): number {
-  const z = Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
-  return Math.min(cap, median * Math.exp(sigma * z));
-}
-
-function trace(count: number): Step[] {
-  const next = random(20261129);
-  return Array.from({ length: count }, () => ({
-    callSeconds: lognormal(next, CALL.median, CALL.sigma, CALL.cap) * callScale,
-    thinkSeconds: lognormal(next, THINK.median, THINK.sigma, THINK.cap) * thinkScale,
-  }));
-}
-
-async function replay(mode: string, steps: Step[], create: () => Promise<Sandbox>): Promise<ModeResult> {
-  const sandbox = await create();
-  await sandbox.commands.run(['true']);
-  const added: number[] = [];
-  const resumes: number[] = [];
-  const started = performance.now();
-  for (const [index, step] of steps.entries()) {
-    await new Promise((resolve) => setTimeout(resolve, step.thinkSeconds * 1000));
-    const before = performance.now();
-    const result = await sandbox.commands.run(['sleep', step.callSeconds.toFixed(3)]);
-    if (result.exitCode !== 0) throw new Error(`call ${index} failed: ${result.stderr}`);
-    added.push(performance.now() - before - step.callSeconds * 1000);
-    resumes.push(result.timing.resumeMs);
-    if ((index + 1) % 50 === 0) process.stderr.write(`  ${mode}: ${index + 1}/${steps.length} calls\n`);
-  }
-  const wallSeconds = (performance.now() - started) / 1000;
-  const info = await sandbox.getInfo();
-  const types = (await sandbox.audit()).map((record) => record.type);
-  await sandbox.kill();
-  const meters = info.meters;
-  const perCall = info.mode === 'per-call';
-  return {
-    mode,
-    wallSeconds,
-    heldSeconds: perCall ? (meters.perCallSeconds ?? 0) : meters.runningSeconds + meters.pausedSeconds,
-    unpausedSeconds: perCall ? (meters.perCallSeconds ?? 0) : meters.runningSeconds,
-    added,
-    resumes,
-    wakes: { unpaused: types.filter((type) => type === 'session.unpaused').length, restored: types.filter((type) => type === 'session.resumed').length },
-  };
-}
 
 /**
  * Where the time of the same trace goes at real time (no compression), with (b)'s timeouts
@@ -141,7 +68,8 @@ if (modelOnly) {
   process.stdout.write(`${realTimeModel(trace(calls))}\n`);
   process.exit(0);
 }
-const work = mkdtempSync('/var/tmp/airlock-bench-trace-');
+// Short: a per-call sandbox's agent socket path under the data dir must stay under 108 bytes.
+const work = mkdtempSync('/var/tmp/abtr-');
 const server = await startServer({ dataDir: join(work, 'data'), host: '127.0.0.1', port: 0, token: 'bench' });
 const connection = { url: server.url, token: 'bench' };
 try {

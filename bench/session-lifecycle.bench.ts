@@ -10,13 +10,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, openDataDir, openImageCatalog } from '@airlock/runtime';
 import { Sandbox } from '@airlock/sdk';
+import { holdMemoryScript, startHolderCommand } from './memory-holder.js';
 import { RawRunsc } from './runsc-floor.js';
 import { printComparisons, timed, type Comparison } from './stats.js';
 
 const iterations = Number.parseInt(process.argv[2] ?? '5', 10);
 const work = mkdtempSync('/var/tmp/airlock-bench-');
 // 256 MB of random bytes, filled in 1 MB chunks so that the peak stays at 256 MB
-const HOLD_256MB = "import os, time\nb = bytearray(256 * 1024 * 1024)\nfor i in range(256):\n    b[i << 20:(i + 1) << 20] = os.urandom(1 << 20)\nopen('/tmp/held', 'w').write('1')\ntime.sleep(100000)";
+const HOLD_256MB = holdMemoryScript(256);
 const CONTRACT = { version: 1, resources: { memoryMb: 1024 } };
 
 const server = await startServer({ dataDir: join(work, 'data'), host: '127.0.0.1', port: 0, token: 'bench' });
@@ -70,7 +71,7 @@ try {
       await s.commands.run(['true']);
     }));
     await s.files.write('/workspace/hold.py', HOLD_256MB);
-    await s.commands.run('nohup python3 /workspace/hold.py >/dev/null 2>&1 & while [ ! -f /tmp/held ]; do sleep 0.1; done');
+    await s.commands.run(startHolderCommand('/workspace/hold.py'));
     suspendBig.airlock.push(await timed(() => s.suspend()));
     resumeBig.airlock.push(await timed(async () => {
       await s.resume();
