@@ -156,11 +156,17 @@ export class WarmPool {
     }
     const begun = performance.now();
     try {
-      const disk = await this.deps.disks.transfer(machine.poolId, session.id);
       const adopt = driver.adopt?.bind(driver);
       if (!adopt) throw new Error(`driver ${driver.name} cannot adopt`);
-      const handle = await adopt(machine.handle, { sessionId: session.id, disk: { kind: 'directory', path: disk } });
-      await driver.personalize(handle, { hostname: session.id.replace(/_/g, '-'), machineId: randomBytes(16).toString('hex'), entropy: randomBytes(64) });
+      // The identity goes through the agent, the disk and the driver's records through the host: side by side.
+      const identity = { hostname: session.id.replace(/_/g, '-'), machineId: randomBytes(16).toString('hex'), entropy: randomBytes(64) };
+      const [adopted, personalized] = await Promise.allSettled([
+        this.deps.disks.transfer(machine.poolId, session.id).then((disk) => adopt(machine.handle, { sessionId: session.id, disk: { kind: 'directory', path: disk } })),
+        driver.personalize(machine.handle, identity),
+      ]);
+      if (adopted.status === 'rejected') throw adopted.reason;
+      if (personalized.status === 'rejected') throw personalized.reason;
+      const handle = adopted.value;
       pool.claims += 1;
       return { handle, poolId: machine.poolId, claimMs: Math.round(performance.now() - begun) };
     } catch (error) {
