@@ -1,8 +1,9 @@
 /**
  * Issue 18's figures: screenshot and action round trips through the SDK,
- * beside two floors, in the same run: the same xwd / xdotool by a bare
- * `runsc exec` into the session's sandbox, and by the in-sandbox agent
- * straight on the server's driver (no HTTP, no pipeline); the steps a round
+ * beside three floors, in the same run: the same xwd / xdotool by a bare
+ * `runsc exec` into the session's sandbox, by the in-sandbox agent straight
+ * on the server's driver (no HTTP, no pipeline), and by the machine's
+ * desktop helper straight on the driver (what the pipeline uses); the steps a round
  * trip is made of, each timed alone; memory of an idle desktop session;
  * suspend and resume with Chromium open; fork into 4 desktop branches to the
  * first screenshot of each. Usage (root, needs debian-bookworm-desktop):
@@ -15,6 +16,8 @@ import { startServer } from '@airlock/runtime';
 import { Sandbox } from '@airlock/sdk';
 import type { SandboxDriver, SandboxHandle } from '@airlock/runtime';
 import { decodeXwd, encodePng, shrink } from '../packages/runtime/dist/src/core/screen-image.js';
+import { DesktopHelpers } from '../packages/runtime/dist/src/core/desktop-helper.js';
+import type { DesktopRequest } from '../packages/runtime/dist/src/core/desktop-operations.js';
 import { loadAverage, printFloorComparisons, quantile, timed, type FloorComparison } from './stats.js';
 
 const samples = Number.parseInt(process.argv[2] ?? '30', 10);
@@ -67,9 +70,13 @@ try {
   const handle = session.sandbox;
   if (!handle) throw new Error('no sandbox');
   const driver = server.services.sessions.drivers.forHandle(handle);
-  const shot = { operation: 'screenshot (SDK → PNG)', airlock: [] as number[], floors: [[], []] as number[][] };
-  const click = { operation: 'action: click (SDK)', airlock: [] as number[], floors: [[], []] as number[][] };
-  const type = { operation: 'action: type 5 characters (SDK)', airlock: [] as number[], floors: [[], []] as number[][] };
+  const helper = new DesktopHelpers().runner(driver, handle, () => Promise.reject(new Error('the machine has no desktop helper')));
+  /** The same command through the machine's desktop helper, on the server's driver. */
+  const helperFloor = async (argv: string[], extra: Partial<DesktopRequest> = {}) =>
+    (await helper({ argv, env: { DISPLAY: ':0', PATH: '/usr/bin:/bin' }, timeoutMs: 30_000, ...extra })).stdout;
+  const shot = { operation: 'screenshot (SDK → PNG)', airlock: [] as number[], floors: [[], [], []] as number[][] };
+  const click = { operation: 'action: click (SDK)', airlock: [] as number[], floors: [[], [], []] as number[][] };
+  const type = { operation: 'action: type 5 characters (SDK)', airlock: [] as number[], floors: [[], [], []] as number[][] };
   rows.push(shot, click, type);
   const steps = {
     title: [] as number[],
@@ -78,18 +85,26 @@ try {
     png: [] as number[],
     thumbnail: [] as number[],
     xdotoolClick: [] as number[],
+    helperTitle: [] as number[],
+    helperScreen: [] as number[],
+    helperThumbnail: [] as number[],
+    helperClick: [] as number[],
   };
+  await helperFloor(['/usr/bin/xdotool', 'getmouselocation']); // starts the helper, if the screenshot above did not
   const loadBefore = loadAverage();
   for (let i = 0; i < samples; i++) {
     shot.airlock.push(await timed(() => sandbox.desktop.screenshot()));
     shot.floors[0]?.push(await timed(() => floor(sandbox, ['xwd', '-root', '-silent'])));
     shot.floors[1]?.push(await timed(() => agentFloor(driver, handle, ['xwd', '-root', '-silent'])));
+    shot.floors[2]?.push(await timed(() => helperFloor(['/usr/bin/xwd', '-root', '-silent'])));
     click.airlock.push(await timed(() => sandbox.desktop.click(600, 400)));
     click.floors[0]?.push(await timed(() => floor(sandbox, ['xdotool', 'mousemove', '600', '400', 'click', '1'])));
     click.floors[1]?.push(await timed(() => agentFloor(driver, handle, ['xdotool', 'mousemove', '600', '400', 'click', '1'])));
+    click.floors[2]?.push(await timed(() => helperFloor(['/usr/bin/xdotool', 'mousemove', '600', '400', 'click', '1'])));
     type.airlock.push(await timed(() => sandbox.desktop.type('hello')));
     type.floors[0]?.push(await timed(() => floor(sandbox, ['xdotool', 'type', '--delay', '12', '--', 'hello'])));
     type.floors[1]?.push(await timed(() => agentFloor(driver, handle, ['xdotool', 'type', '--delay', '12', '--', 'hello'])));
+    type.floors[2]?.push(await timed(() => helperFloor(['/usr/bin/xdotool', 'type', '--delay', '12', '--', 'hello'])));
     // The steps of a round trip, each alone.
     steps.title.push(await timed(() => agentFloor(driver, handle, ['xdotool', 'getactivewindow', 'getwindowname'])));
     let dump = Buffer.alloc(0);
@@ -99,8 +114,12 @@ try {
     steps.png.push(await timed(() => encodePng(pixels)));
     steps.thumbnail.push(await timed(() => encodePng(shrink(pixels, 320, 320))));
     steps.xdotoolClick.push(await timed(() => agentFloor(driver, handle, ['xdotool', 'mousemove', '600', '400', 'click', '1', 'getmouselocation', '--shell'])));
+    steps.helperTitle.push(await timed(() => helperFloor(['/usr/bin/xdotool', 'getactivewindow', 'getwindowname'])));
+    steps.helperScreen.push(await timed(() => helperFloor(['/usr/bin/xwd', '-root', '-silent'])));
+    steps.helperThumbnail.push(await timed(() => helperFloor(['/usr/bin/xwd', '-root', '-silent'], { shrinkTo: 320 })));
+    steps.helperClick.push(await timed(() => helperFloor(['/usr/bin/xdotool', 'mousemove', '600', '400', 'click', '--repeat', '1', '--delay', '80', '1', 'getmouselocation', '--shell'])));
   }
-  printFloorComparisons(`Desktop round trips (load before ${loadBefore}, after ${loadAverage()})`, ['runsc exec', 'agent exec'], rows);
+  printFloorComparisons(`Desktop round trips (load before ${loadBefore}, after ${loadAverage()})`, ['runsc exec', 'agent exec', 'helper'], rows);
   const stepRow = (name: string, values: number[]) => `| ${name} | ${quantile(values, 0.5).toFixed(1)} | ${quantile(values, 0.99).toFixed(1)} |`;
   process.stdout.write(
     [
@@ -114,6 +133,10 @@ try {
       stepRow('encode the PNG on the host', steps.png),
       stepRow('shrink + encode the thumbnail on the host', steps.thumbnail),
       stepRow('agent exec `xdotool mousemove click getmouselocation`', steps.xdotoolClick),
+      stepRow('helper: the title', steps.helperTitle),
+      stepRow('helper: the screen (4 MB dump, compressed in the machine, inflated on the host)', steps.helperScreen),
+      stepRow('helper: the screen for a thumbnail (every 4th pixel)', steps.helperThumbnail),
+      stepRow('helper: mousemove, click, pointer position', steps.helperClick),
       '',
       '',
     ].join('\n'),

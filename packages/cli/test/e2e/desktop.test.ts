@@ -45,8 +45,8 @@ const RED = [255, 0, 0] as const;
 const BLUE = [0, 0, 255] as const;
 const GREEN = [0, 255, 0] as const;
 
-/** The centre of the pixels of one colour (the test finds buttons as an agent would: on the screenshot). */
-function centreOf(screen: ScreenPixels, colour: readonly [number, number, number]): { x: number; y: number } {
+/** Where the pixels of one colour are on the screen (right < 0: nowhere). */
+function boundsOf(screen: ScreenPixels, colour: readonly [number, number, number]): { left: number; top: number; right: number; bottom: number } {
   let [left, top, right, bottom] = [Infinity, Infinity, -1, -1];
   for (let y = 0; y < screen.height; y++) {
     for (let x = 0; x < screen.width; x++) {
@@ -59,6 +59,12 @@ function centreOf(screen: ScreenPixels, colour: readonly [number, number, number
       bottom = Math.max(bottom, y);
     }
   }
+  return { left, top, right, bottom };
+}
+
+/** The centre of the pixels of one colour (the test finds buttons as an agent would: on the screenshot). */
+function centreOf(screen: ScreenPixels, colour: readonly [number, number, number]): { x: number; y: number } {
+  const { left, top, right, bottom } = boundsOf(screen, colour);
   assert.ok(right >= 0, `no ${colour.join(',')} pixels on the screen`);
   return { x: Math.round((left + right) / 2), y: Math.round((top + bottom) / 2) };
 }
@@ -84,7 +90,13 @@ async function openPage(sandbox: Sandbox, title: string): Promise<ScreenPixels> 
   const opened = await sandbox.commands.run(['airlock-browser', `file:///workspace/page.html?t=${encodeURIComponent(title)}`]);
   assert.equal(opened.exitCode, 0, opened.stderr);
   await waitForTitle(sandbox, title);
-  return screen(sandbox);
+  // The title is set before the page is painted, and a screenshot takes a few milliseconds: wait for the buttons.
+  let pixels = await screen(sandbox);
+  for (let attempt = 0; attempt < 100 && [RED, BLUE, GREEN].some((colour) => boundsOf(pixels, colour).right < 0); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    pixels = await screen(sandbox);
+  }
+  return pixels;
 }
 
 async function screen(sandbox: Sandbox): Promise<ScreenPixels> {
