@@ -25,7 +25,7 @@ export const DESKTOP_HELPER_PORT = 5909;
  */
 export const DESKTOP_HELPER_SCRIPT = String.raw`
 import ctypes, json, os, socket, sys, threading, time, zlib
-from ctypes import POINTER, byref, c_char_p, c_int, c_uint, c_ulong, c_void_p, c_ubyte
+from ctypes import CFUNCTYPE, POINTER, byref, c_char, c_char_p, c_int, c_size_t, c_uint, c_ulong, c_void_p, c_ubyte
 
 DISPLAY = sys.argv[1].encode()
 PORT = int(sys.argv[2])
@@ -58,7 +58,7 @@ xdo_send_keysequence_window_up = declare(xdo_library, 'xdo_send_keysequence_wind
 xdo_enter_text_window = declare(xdo_library, 'xdo_enter_text_window', c_int, c_void_p, c_ulong, c_char_p, c_uint)
 xdo_get_active_window = declare(xdo_library, 'xdo_get_active_window', c_int, c_void_p, POINTER(c_ulong))
 xdo_get_window_name = declare(xdo_library, 'xdo_get_window_name', c_int, c_void_p, c_ulong, POINTER(POINTER(c_ubyte)), POINTER(c_int), POINTER(c_int))
-xdo_get_mouse_location2 = declare(xdo_library, 'xdo_get_mouse_location2', c_int, c_void_p, POINTER(c_int), POINTER(c_int), POINTER(c_int), POINTER(c_ulong))
+xdo_get_mouse_location = declare(xdo_library, 'xdo_get_mouse_location', c_int, c_void_p, POINTER(c_int), POINTER(c_int), POINTER(c_int))
 XDefaultRootWindow = declare(x11, 'XDefaultRootWindow', c_ulong, c_void_p)
 XDisplayWidth = declare(x11, 'XDisplayWidth', c_int, c_void_p, c_int)
 XDisplayHeight = declare(x11, 'XDisplayHeight', c_int, c_void_p, c_int)
@@ -66,6 +66,36 @@ XGetImage = declare(x11, 'XGetImage', POINTER(XImage), c_void_p, c_ulong, c_int,
 XDestroyImage = declare(x11, 'XDestroyImage', c_int, POINTER(XImage))
 XSync = declare(x11, 'XSync', c_int, c_void_p, c_int)
 XFree = declare(x11, 'XFree', c_int, c_void_p)
+XDefaultVisual = declare(x11, 'XDefaultVisual', c_void_p, c_void_p, c_int)
+XDefaultDepth = declare(x11, 'XDefaultDepth', c_int, c_void_p, c_int)
+XSetErrorHandler = declare(x11, 'XSetErrorHandler', c_void_p, c_void_p)
+
+# An X error must not end the helper (Xlib's default handler exits): it is noted, and the request fails.
+x_errors = []
+@CFUNCTYPE(c_int, c_void_p, c_void_p)
+def on_x_error(_display, _event):
+    x_errors.append(1)
+    return 0
+XSetErrorHandler(ctypes.cast(on_x_error, c_void_p))
+
+class XShmSegmentInfo(ctypes.Structure):
+    _fields_ = [('shmseg', c_ulong), ('shmid', c_int), ('shmaddr', c_void_p), ('readOnly', c_int)]
+
+# MIT-SHM: the X server copies the screen into memory shared with the helper instead of sending 4 MB down
+# its socket. Anything that fails there (no extension, no SysV shm) leaves plain XGetImage.
+try:
+    xext = ctypes.CDLL('libXext.so.6')
+    libc = ctypes.CDLL(None, use_errno=True)
+    XShmQueryExtension = declare(xext, 'XShmQueryExtension', c_int, c_void_p)
+    XShmCreateImage = declare(xext, 'XShmCreateImage', POINTER(XImage), c_void_p, c_void_p, c_uint, c_int, c_void_p, POINTER(XShmSegmentInfo), c_uint, c_uint)
+    XShmAttach = declare(xext, 'XShmAttach', c_int, c_void_p, POINTER(XShmSegmentInfo))
+    XShmGetImage = declare(xext, 'XShmGetImage', c_int, c_void_p, c_ulong, POINTER(XImage), c_int, c_int, c_ulong)
+    shmget = declare(libc, 'shmget', c_int, c_int, c_size_t, c_int)
+    shmat = declare(libc, 'shmat', c_void_p, c_int, c_void_p, c_int)
+    shmctl = declare(libc, 'shmctl', c_int, c_int, c_int, c_void_p)
+except (OSError, AttributeError):
+    xext = None
+shared = {'usable': xext is not None}
 
 xdo = xdo_new(DISPLAY)
 if not xdo:
@@ -75,29 +105,75 @@ if not xdo:
 display = ctypes.cast(xdo, POINTER(c_void_p))[0]
 lock = threading.Lock()
 
+def shared_image(width, height):
+    # One segment for the helper's life, made again when the screen's size changes.
+    if not shared['usable']:
+        return None
+    if shared.get('size') == (width, height):
+        return shared['image']
+    try:
+        if not XShmQueryExtension(display):
+            raise OSError('no MIT-SHM')
+        info = XShmSegmentInfo()
+        image = XShmCreateImage(display, XDefaultVisual(display, 0), XDefaultDepth(display, 0), 2, None, byref(info), width, height)
+        if not image:
+            raise OSError('XShmCreateImage failed')
+        info.shmid = shmget(0, image.contents.bytes_per_line * height, 0o1600)
+        if info.shmid < 0:
+            raise OSError('shmget failed')
+        info.shmaddr = shmat(info.shmid, None, 0)
+        image.contents.data = info.shmaddr
+        del x_errors[:]
+        attached = XShmAttach(display, byref(info))
+        XSync(display, 0)
+        # Marked for removal now: it goes away with the last process attached to it.
+        shmctl(info.shmid, 0, None)
+        if not attached or x_errors:
+            raise OSError('XShmAttach failed')
+    except OSError:
+        shared['usable'] = False
+        return None
+    shared.update(size=(width, height), image=image, info=info)
+    return image
+
+def grab(width, height):
+    # (XImage, pixels as a buffer, release) from shared memory, else by XGetImage
+    image = shared_image(width, height)
+    if image:
+        del x_errors[:]
+        if XShmGetImage(display, XDefaultRootWindow(display), image, 0, 0, 0xFFFFFFFF) and not x_errors:
+            size = image.contents.bytes_per_line * height
+            return image, memoryview((c_char * size).from_address(image.contents.data)).cast('B'), lambda: None
+        shared['usable'] = False
+    image = XGetImage(display, XDefaultRootWindow(display), 0, 0, width, height, 0xFFFFFFFF, 2)
+    if not image:
+        return None, None, None
+    size = image.contents.bytes_per_line * image.contents.height
+    return image, memoryview((c_char * size).from_address(image.contents.data)).cast('B'), lambda: XDestroyImage(image)
+
 def screen_dump(max_side):
     width, height = XDisplayWidth(display, 0), XDisplayHeight(display, 0)
-    image = XGetImage(display, XDefaultRootWindow(display), 0, 0, width, height, 0xFFFFFFFF, 2)
+    image, view, release = grab(width, height)
     if not image:
         return 1, b'', 'XGetImage failed'
     try:
         i = image.contents
-        pixels = ctypes.string_at(i.data, i.bytes_per_line * i.height)
+        pixels = view
         width, height, line = i.width, i.height, i.bytes_per_line
         # For a thumbnail, every step-th pixel of every step-th row, the largest step that keeps it at least max_side
         # (the host averages the rest of the way): far fewer bytes to send than the whole screen.
         step = max(1, min(width, height, max(width, height) // max_side)) if max_side else 1
         if step > 1 and i.bits_per_pixel == 32:
-            view = memoryview(pixels)
             pixels = b''.join(view[row * line:row * line + width * 4].cast('I')[::step].tobytes() for row in range(0, height, step))
             width, height = (width + step - 1) // step, (height + step - 1) // step
             line = width * 4
         fields = [100, 7, 2, i.depth, width, height, 0, i.byte_order, i.bitmap_unit, i.bitmap_bit_order, i.bitmap_pad,
                   i.bits_per_pixel, line, 4, i.red_mask, i.green_mask, i.blue_mask, 8, 0, 0, width, height, 0, 0, 0]
         header = b''.join(int(value).to_bytes(4, 'big') for value in fields)
-        return 0, header + pixels, ''
+        return 0, header + bytes(pixels), ''
     finally:
-        XDestroyImage(image)
+        view.release()
+        release()
 
 def options(args, index, names):
     found = {}
@@ -177,9 +253,10 @@ def xdotool(args):
         elif command == 'getmouselocation':
             if index < len(args) and args[index] == '--shell':
                 index += 1
-            x, y, screen, under = c_int(0), c_int(0), c_int(0), c_ulong(0)
-            xdo_get_mouse_location2(xdo, byref(x), byref(y), byref(screen), byref(under))
-            out.append(b'X=%d\nY=%d\nSCREEN=%d\nWINDOW=%d\n' % (x.value, y.value, screen.value, under.value))
+            # Without the window under the pointer: finding it walks the window tree, and only X and Y are read.
+            x, y, screen = c_int(0), c_int(0), c_int(0)
+            xdo_get_mouse_location(xdo, byref(x), byref(y), byref(screen))
+            out.append(b'X=%d\nY=%d\nSCREEN=%d\n' % (x.value, y.value, screen.value))
         else:
             return None
     XSync(display, 0)

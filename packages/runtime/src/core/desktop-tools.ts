@@ -91,8 +91,8 @@ export class DesktopTools {
     const { result: screen, resumeMs } = observed
       ? { result: observed, resumeMs: 0 }
       : await this.sessions.withMachine(session.id, (handle) => this.operations(handle).capture());
-    const png = await encodePng(screen);
-    const thumbnail = await this.keepThumbnail(session.id, callId, screen);
+    // The PNG deflates on the thread pool while the thumbnail is shrunk here.
+    const [png, thumbnail] = await Promise.all([encodePng(screen), this.keepThumbnail(session.id, callId, screen)]);
     return {
       resumeMs,
       result: {
