@@ -89,6 +89,7 @@ try {
     helperScreen: [] as number[],
     helperThumbnail: [] as number[],
     helperClick: [] as number[],
+    pipelineClick: [] as number[],
   };
   await helperFloor(['/usr/bin/xdotool', 'getmouselocation']); // starts the helper, if the screenshot above did not
   const loadBefore = loadAverage();
@@ -117,6 +118,7 @@ try {
     steps.helperTitle.push(await timed(() => helperFloor(['/usr/bin/xdotool', 'getactivewindow', 'getwindowname'])));
     steps.helperScreen.push(await timed(() => helperFloor(['/usr/bin/xwd', '-root', '-silent'])));
     steps.helperThumbnail.push(await timed(() => helperFloor(['/usr/bin/xwd', '-root', '-silent'], { shrinkTo: 320 })));
+    steps.pipelineClick.push(await timed(() => server.services.pipeline.submit(sandbox.id, 'desktop.act', { action: 'click', x: 600, y: 400 })));
     steps.helperClick.push(await timed(() => helperFloor(['/usr/bin/xdotool', 'mousemove', '600', '400', 'click', '--repeat', '1', '--delay', '80', '1', 'getmouselocation', '--shell'])));
   }
   printFloorComparisons(`Desktop round trips (load before ${loadBefore}, after ${loadAverage()})`, ['runsc exec', 'agent exec', 'helper'], rows);
@@ -137,6 +139,7 @@ try {
       stepRow('helper: the screen (4 MB dump, compressed in the machine, inflated on the host)', steps.helperScreen),
       stepRow('helper: the screen for a thumbnail (every 4th pixel)', steps.helperThumbnail),
       stepRow('helper: mousemove, click, pointer position', steps.helperClick),
+      stepRow('a click through the pipeline in process (no HTTP, no SDK)', steps.pipelineClick),
       '',
       '',
     ].join('\n'),

@@ -240,7 +240,8 @@ def xdotool(args):
             for position, key in enumerate(keys):
                 if position > 0:
                     time.sleep(delay / 1e6)
-                if xdo_send_keysequence_window(xdo, 0, key.encode(), delay // 2) != 0:
+                # As xdotool's key: libxdo halves the delay itself (half after the presses, half after the releases).
+                if xdo_send_keysequence_window(xdo, 0, key.encode(), delay) != 0:
                     return 1, b''.join(out), '(symbol) No such key name %r' % key
         elif command == 'type':
             found, index, dashes = options(args, index, ('--delay',))
