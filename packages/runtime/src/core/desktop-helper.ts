@@ -3,6 +3,8 @@
  * desktop command through the helper of the session's machine, starting the
  * helper there on first use, and falls back to running the program when the
  * machine has no helper (no python3 or libxdo, no display, an old image).
+ * A connection is kept between requests (opening one through the agent costs
+ * 2-10 ms), never while a lifecycle operation wants the machine.
  * Whatever the helper says is parsed like any sandbox output: a bounded
  * header, a bounded body, a deadline.
  */
@@ -27,6 +29,10 @@ const START_TIMEOUT_MS = 20_000;
 const RETRY_AFTER_MS = 60_000;
 /** Machines remembered as having no helper (bounded: entries of ended machines must not pile up). */
 const MAX_REMEMBERED = 1024;
+/** An unused connection to a helper is closed after this long. */
+const IDLE_CLOSE_MS = 10_000;
+/** Unused connections kept per machine (calls at once each need their own). */
+const MAX_IDLE_PER_MACHINE = 4;
 
 /** One parsed answer of a helper. */
 type HelperAnswer = { kind: 'unsupported' } | { kind: 'ran'; output: CollectedOutput };
@@ -37,30 +43,47 @@ export class DesktopHelpers {
   private readonly missing = new Map<string, number>();
   /** sandbox id → a start in progress (two calls at once start one helper) */
   private readonly starting = new Map<string, Promise<boolean>>();
-
+  /** sandbox id → connections to its helper between requests, and the session they belong to */
+  private readonly idle = new Map<string, { sessionId: string; streams: Set<Duplex> }>();
   private readonly now: () => number;
   private readonly answerGraceMs: number;
+  private readonly mayKeep: (sessionId: string) => boolean;
 
-  constructor(options: { now?: () => number; answerGraceMs?: number } = {}) {
+  /**
+   * `mayKeep` says whether a connection may stay open after a request: not
+   * while a lifecycle operation wants the machine (an open stream stops the
+   * agent from parking for a checkpoint); `closeIdle` closes the kept ones.
+   */
+  constructor(options: { now?: () => number; answerGraceMs?: number; mayKeep?: (sessionId: string) => boolean } = {}) {
     this.now = options.now ?? Date.now;
     this.answerGraceMs = options.answerGraceMs ?? ANSWER_GRACE_MS;
+    this.mayKeep = options.mayKeep ?? (() => true);
+  }
+
+  /** Closes the unused connections to the helpers of a session's machines (before a suspend, snapshot, fork or terminate). */
+  closeIdle(sessionId: string): void {
+    for (const [sandboxId, kept] of this.idle) {
+      if (kept.sessionId !== sessionId) continue;
+      this.idle.delete(sandboxId);
+      for (const stream of kept.streams) stream.destroy();
+    }
   }
 
   /** A runner that asks the machine's helper first and runs the program through `fallback` when there is none, or when the helper does not know the command. */
   runner(driver: SandboxDriver, handle: SandboxHandle, fallback: DesktopRunner): DesktopRunner {
     return async (request) => {
-      const stream = await this.open(driver, handle, request.env);
+      const stream = this.takeIdle(handle.sandboxId) ?? (await this.open(driver, handle, request.env));
       if (!stream) return fallback(request);
       let answer: HelperAnswer;
       try {
         answer = await exchange(stream, { argv: request.argv, ...(request.shrinkTo === undefined ? {} : { shrink: request.shrinkTo }) }, request.timeoutMs + this.answerGraceMs);
       } catch (error) {
         // The request may have run in part (a half-typed text): no second try by another way; the next call starts afresh.
+        stream.destroy();
         this.remember(handle.sandboxId);
         throw error;
-      } finally {
-        stream.destroy();
       }
+      this.keep(handle, stream);
       return answer.kind === 'ran' ? answer.output : fallback(request);
     };
   }
@@ -82,6 +105,45 @@ export class DesktopHelpers {
     return started;
   }
 
+  private takeIdle(sandboxId: string): Duplex | undefined {
+    const kept = this.idle.get(sandboxId);
+    for (const stream of kept?.streams ?? []) {
+      kept?.streams.delete(stream);
+      if (!stream.destroyed && stream.writable && !stream.readableEnded) return stream;
+      stream.destroy();
+    }
+    return undefined;
+  }
+
+  /** Keeps a connection for the machine's next request, or closes it when that may not wait. */
+  private keep(handle: SandboxHandle, stream: Duplex): void {
+    let kept = this.idle.get(handle.sandboxId);
+    if (!this.mayKeep(handle.sessionId) || (kept && kept.streams.size >= MAX_IDLE_PER_MACHINE)) {
+      stream.destroy();
+      return;
+    }
+    if (!kept) {
+      kept = { sessionId: handle.sessionId, streams: new Set() };
+      this.idle.set(handle.sandboxId, kept);
+    }
+    const streams = kept.streams;
+    stream.pause();
+    streams.add(stream);
+    const timer = setTimeout(() => stream.destroy(), IDLE_CLOSE_MS);
+    timer.unref();
+    const forget = () => {
+      clearTimeout(timer);
+      streams.delete(stream);
+      if (streams.size === 0 && this.idle.get(handle.sandboxId)?.streams === streams) this.idle.delete(handle.sandboxId);
+    };
+    stream.once('close', forget);
+    // Taken again: the timer stops, the next keep starts another.
+    stream.once('resume', () => {
+      clearTimeout(timer);
+      stream.off('close', forget);
+    });
+  }
+
   private remember(sandboxId: string): void {
     this.missing.delete(sandboxId);
     this.missing.set(sandboxId, this.now());
@@ -94,7 +156,10 @@ export class DesktopHelpers {
 
 async function connectOrUndefined(driver: SandboxDriver, handle: SandboxHandle): Promise<Duplex | undefined> {
   try {
-    return await driver.connect(handle, DESKTOP_HELPER_PORT);
+    const stream = await driver.connect(handle, DESKTOP_HELPER_PORT);
+    // A kept connection can fail while nobody reads it (the machine ended): that must not be an unhandled error.
+    stream.on('error', () => undefined);
+    return stream;
   } catch (error) {
     if (isAirlockError(error, 'PORT_UNREACHABLE')) return undefined;
     throw error;
@@ -201,6 +266,7 @@ function readAnswer(stream: Duplex, request: HelperRequest, deadlineMs: number):
     const onError = (error: Error) => finish(helperFailed(`the connection failed (${error.message})`));
     const timer = setTimeout(() => finish(helperFailed(`no whole answer within ${deadlineMs} ms`)), deadlineMs);
     stream.on('data', onData).on('end', onEnd).on('close', onEnd).on('error', onError);
+    stream.resume();
     stream.write(`${JSON.stringify(request)}\n`);
   });
 }

@@ -35,13 +35,16 @@ export class DesktopTools {
   /** screens observed for screenshot calls awaiting their decision, by call id */
   private readonly observedScreens = new Map<string, ScreenPixels>();
   /** the persistent X helpers of machines, which answer desktop commands without starting a program each */
-  private readonly helpers = new DesktopHelpers();
+  private readonly helpers: DesktopHelpers;
 
   constructor(
     private readonly sessions: SessionService,
     private readonly thumbnails: ThumbnailStore,
     readonly takeovers: DesktopTakeovers,
   ) {
+    this.helpers = new DesktopHelpers({ mayKeep: (sessionId) => !sessions.locks.exclusiveWanted(sessionId) });
+    // A connection kept open to the desktop helper would stop the agent from parking for a checkpoint.
+    sessions.locks.whenExclusiveRequested((sessionId) => this.helpers.closeIdle(sessionId));
     // A viewer would otherwise hold a suspend, snapshot or terminate off for as long as it watches.
     sessions.locks.whenExclusiveWaits((sessionId) => {
       for (const stream of this.liveViews.get(sessionId) ?? []) stream.destroy();

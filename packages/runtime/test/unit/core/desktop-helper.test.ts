@@ -76,7 +76,7 @@ function fallback() {
 }
 
 describe('desktop helpers (helpers played by the test)', () => {
-  it('runs a command through the helper, passes a screen dump its size hint, and closes each connection', async () => {
+  it('runs a command through the helper, passes a screen dump its size hint, and keeps one connection for the next request', async () => {
     const asked: Record<string, unknown>[] = [];
     const { driver, state } = driverWith({
       listening: true,
@@ -86,7 +86,8 @@ describe('desktop helpers (helpers played by the test)', () => {
       },
     });
     const program = fallback();
-    const run = new DesktopHelpers().runner(driver, handle, program.run);
+    const helpers = new DesktopHelpers();
+    const run = helpers.runner(driver, handle, program.run);
     const output = await run(REQUEST);
     assert.equal(output.stdout.toString(), 'bench - Window');
     assert.equal(output.exitCode, 0);
@@ -94,7 +95,25 @@ describe('desktop helpers (helpers played by the test)', () => {
     assert.deepEqual(asked, [{ argv: REQUEST.argv }, { argv: ['/usr/bin/xwd', '-root'], shrink: 320 }]);
     assert.equal(program.ran.length, 0, 'the program was not started');
     assert.equal(state.starts.length, 0, 'a listening helper is not started again');
-    assert.ok(state.opened.every((stream) => stream.destroyed), 'every connection is closed');
+    assert.equal(state.connects, 1, 'the second request used the first connection');
+    helpers.closeIdle('session-2');
+    assert.ok(!state.opened[0]?.destroyed, 'another session’s lifecycle leaves it open');
+    helpers.closeIdle('session-1');
+    assert.ok(state.opened.every((stream) => stream.destroyed), 'closed before a lifecycle operation of its session');
+    await run(REQUEST);
+    assert.equal(state.connects, 2, 'a closed connection is not used again');
+  });
+
+  it('keeps no connection while a lifecycle operation wants the machine', async () => {
+    const { driver, state } = driverWith({ listening: true, respond: () => answer({ exitCode: 0, stdoutBytes: 2, stderr: '' }, 'ok') });
+    let exclusiveWanted = true;
+    const run = new DesktopHelpers({ mayKeep: () => !exclusiveWanted }).runner(driver, handle, fallback().run);
+    await run(REQUEST);
+    assert.ok(state.opened[0]?.destroyed);
+    exclusiveWanted = false;
+    await run(REQUEST);
+    await run(REQUEST);
+    assert.equal(state.connects, 2);
   });
 
   it('inflates a compressed answer to the size it announced', async () => {
