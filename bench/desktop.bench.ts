@@ -70,7 +70,11 @@ try {
   const handle = session.sandbox;
   if (!handle) throw new Error('no sandbox');
   const driver = server.services.sessions.drivers.forHandle(handle);
-  const helper = new DesktopHelpers().runner(driver, handle, () => Promise.reject(new Error('the machine has no desktop helper')));
+  // Like the server's: its kept connection closes before a suspend or fork (an open stream stops the agent from parking).
+  const locks = server.services.sessions.locks;
+  const helpers = new DesktopHelpers({ mayKeep: (sessionId) => !locks.exclusiveWanted(sessionId) });
+  locks.whenExclusiveRequested((sessionId) => helpers.closeIdle(sessionId));
+  const helper = helpers.runner(driver, handle, () => Promise.reject(new Error('the machine has no desktop helper')));
   /** The same command through the machine's desktop helper, on the server's driver. */
   const helperFloor = async (argv: string[], extra: Partial<DesktopRequest> = {}) =>
     (await helper({ argv, env: { DISPLAY: ':0', PATH: '/usr/bin:/bin' }, timeoutMs: 30_000, ...extra })).stdout;
