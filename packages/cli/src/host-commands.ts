@@ -16,8 +16,25 @@ import { EXIT_FAILURE, EXIT_USAGE, printJson, printTable } from './output.js';
 async function parseListen(listen: string): Promise<{ host: string; port: number }> {
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(listen);
   const port = Number(match?.[3]);
-  if (!match || port > 65535) throw new (await runtime()).AirlockError('INVALID_ARGUMENTS', `--listen takes HOST:PORT (e.g. 127.0.0.1:7070), got ${JSON.stringify(listen)}`);
+  if (!match || port > 65535)
+    throw new (await runtime()).AirlockError('INVALID_ARGUMENTS', `--listen takes HOST:PORT (e.g. 127.0.0.1:7070), got ${JSON.stringify(listen)}`);
   return { host: match[1] ?? match[2] ?? '127.0.0.1', port };
+}
+
+/** Machines kept warm per class of session when `--warm-pool` is not given. */
+const DEFAULT_WARM_POOL = 2;
+/** More would only hold memory: a pool refills one machine at a time. */
+const MAX_WARM_POOL = 64;
+
+async function parseWarmPool(text: string): Promise<number> {
+  const size = Number(text);
+  if (!/^\d+$/.test(text) || size > MAX_WARM_POOL) {
+    throw new (await runtime()).AirlockError(
+      'INVALID_ARGUMENTS',
+      `--warm-pool takes a whole number from 0 (off) to ${MAX_WARM_POOL}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return size;
 }
 
 /** Commander's accumulator for a repeatable option. */
@@ -35,46 +52,87 @@ export function registerHostCommands(program: Command): void {
     .option('--store <url>', 'keep state in PostgreSQL (postgres://USER@HOST:PORT/DB); default $AIRLOCK_STORE_URL, else SQLite in the data dir')
     .option('--log', 'log every request')
     .option('--allowed-origin <url>', 'let web pages of this origin call the server (repeatable; also AIRLOCK_ALLOWED_ORIGINS, comma-separated)', collect, [])
-    .option('--allowed-host <name>', 'accept this name (NAME or NAME:PORT) in the Host header, e.g. behind a reverse proxy (repeatable; also AIRLOCK_ALLOWED_HOSTS)', collect, [])
-    .option('--objects <s3-url>', 'keep snapshots and suspended disks in object storage, s3://BUCKET[/prefix] (endpoint, region, credentials: AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)', process.env['AIRLOCK_OBJECTS_URL'])
+    .option(
+      '--allowed-host <name>',
+      'accept this name (NAME or NAME:PORT) in the Host header, e.g. behind a reverse proxy (repeatable; also AIRLOCK_ALLOWED_HOSTS)',
+      collect,
+      [],
+    )
+    .option(
+      '--objects <s3-url>',
+      'keep snapshots and suspended disks in object storage, s3://BUCKET[/prefix] (endpoint, region, credentials: AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)',
+      process.env['AIRLOCK_OBJECTS_URL'],
+    )
     .option('--node-id <name>', "this node's name in a cluster (default: the one the data dir got at its first start)")
     .option('--advertise <url>', 'join a cluster: the address other nodes reach this one at, http://HOST:PORT (needs --store postgres://… and --objects)')
-    .action(async (options: { dataDir: string; listen: string; store?: string; log?: boolean; allowedOrigin: string[]; allowedHost: string[]; objects?: string; nodeId?: string; advertise?: string }) => {
-      const { host, port } = await parseListen(options.listen);
-      const { startServer, redactUrl } = await runtime();
-      const storeUrl = options.store ?? process.env['AIRLOCK_STORE_URL'];
-      const server = await startServer({
-        dataDir: options.dataDir,
-        host,
-        port,
-        logger: Boolean(options.log),
-        allowedOrigins: options.allowedOrigin,
-        allowedHosts: options.allowedHost,
-        ...(storeUrl ? { storeUrl } : {}),
-        ...(options.objects ? { objects: options.objects } : {}),
-        ...(options.nodeId === undefined ? {} : { nodeId: options.nodeId }),
-        ...(options.advertise === undefined ? {} : { advertise: options.advertise }),
-      });
-      const r = server.reconciled;
-      process.stderr.write(`airlock: listening on ${server.url} (data dir ${server.layout.root}, store ${storeUrl ? redactUrl(storeUrl) : 'SQLite in the data dir'}, node ${server.nodeId})\n`);
-      if (server.objects) process.stderr.write(`airlock: snapshots in object storage ${server.objects.description}\n`);
-      if (server.membership) process.stderr.write(`airlock: joined the cluster as node ${server.nodeId} at ${options.advertise ?? ''} (lease ${server.membership.leaseMs / 1000} s)\n`);
-      if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);
-      process.stderr.write(`airlock: export AIRLOCK_URL=${server.url} AIRLOCK_TOKEN=${server.token}\n`);
-      if (r.adopted.length + r.rolledBack.length + r.completed.length + r.failed.length + r.orphansRemoved.length > 0) {
-        process.stderr.write(`airlock: reconciled after restart: ${r.adopted.length} adopted, ${r.completed.length} completed, ${r.rolledBack.length} rolled back, ${r.failed.length} failed, ${r.orphansRemoved.length} orphans removed\n`);
-      }
-      for (const problem of r.problems) {
-        process.stderr.write(`airlock: could not reconcile ${problem.item} (left as it was; also in the system audit log): ${problem.code}: ${problem.message}\n`);
-      }
-      const stop = async () => {
-        process.stderr.write(`airlock: shutting down (sessions keep running and are adopted at the next start${server.membership ? '; leaving the cluster' : ''})\n`);
-        await server.close();
-        process.exit(0);
-      };
-      process.once('SIGINT', () => void stop());
-      process.once('SIGTERM', () => void stop());
-    });
+    .option('--warm-pool <n>', 'machines kept started per class of session, so that a create only claims one (0 disables)', String(DEFAULT_WARM_POOL))
+    .action(
+      async (options: {
+        dataDir: string;
+        listen: string;
+        store?: string;
+        log?: boolean;
+        allowedOrigin: string[];
+        allowedHost: string[];
+        objects?: string;
+        nodeId?: string;
+        advertise?: string;
+        warmPool: string;
+      }) => {
+        const { host, port } = await parseListen(options.listen);
+        const warmPool = await parseWarmPool(options.warmPool);
+        const { startServer, redactUrl } = await runtime();
+        const storeUrl = options.store ?? process.env['AIRLOCK_STORE_URL'];
+        const server = await startServer({
+          dataDir: options.dataDir,
+          host,
+          port,
+          logger: Boolean(options.log),
+          allowedOrigins: options.allowedOrigin,
+          allowedHosts: options.allowedHost,
+          ...(storeUrl ? { storeUrl } : {}),
+          ...(options.objects ? { objects: options.objects } : {}),
+          ...(options.nodeId === undefined ? {} : { nodeId: options.nodeId }),
+          ...(options.advertise === undefined ? {} : { advertise: options.advertise }),
+          warmPool,
+        });
+        const r = server.reconciled;
+        process.stderr.write(
+          `airlock: listening on ${server.url} (data dir ${server.layout.root}, store ${storeUrl ? redactUrl(storeUrl) : 'SQLite in the data dir'}, node ${server.nodeId})\n`,
+        );
+        if (server.objects) process.stderr.write(`airlock: snapshots in object storage ${server.objects.description}\n`);
+        if (server.membership)
+          process.stderr.write(
+            `airlock: joined the cluster as node ${server.nodeId} at ${options.advertise ?? ''} (lease ${server.membership.leaseMs / 1000} s)\n`,
+          );
+        process.stderr.write(
+          warmPool > 0
+            ? `airlock: warm pool: ${warmPool} machines per class of session, filling in the background\n`
+            : 'airlock: warm pool off: every session starts cold\n',
+        );
+        if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);
+        process.stderr.write(`airlock: export AIRLOCK_URL=${server.url} AIRLOCK_TOKEN=${server.token}\n`);
+        if (r.adopted.length + r.rolledBack.length + r.completed.length + r.failed.length + r.orphansRemoved.length > 0) {
+          process.stderr.write(
+            `airlock: reconciled after restart: ${r.adopted.length} adopted, ${r.completed.length} completed, ${r.rolledBack.length} rolled back, ${r.failed.length} failed, ${r.orphansRemoved.length} orphans removed\n`,
+          );
+        }
+        for (const problem of r.problems) {
+          process.stderr.write(
+            `airlock: could not reconcile ${problem.item} (left as it was; also in the system audit log): ${problem.code}: ${problem.message}\n`,
+          );
+        }
+        const stop = async () => {
+          process.stderr.write(
+            `airlock: shutting down (sessions keep running and are adopted at the next start${server.membership ? '; leaving the cluster' : ''})\n`,
+          );
+          await server.close();
+          process.exit(0);
+        };
+        process.once('SIGINT', () => void stop());
+        process.once('SIGTERM', () => void stop());
+      },
+    );
 
   const images = program.command('images').description('images sessions start from (run on the host)');
   const catalog = async (dataDir: string) => {
@@ -91,7 +149,10 @@ export function registerHostCommands(program: Command): void {
     .action(async (options: { dataDir: string; json?: boolean }) => {
       const list = await (await catalog(options.dataDir)).list();
       if (options.json) return printJson(list);
-      printTable(['NAME', 'SOURCE', 'SIZE', 'DIGEST', 'CREATED'], list.map((i) => [i.name, i.source, `${(i.sizeBytes / 1048576).toFixed(0)} MiB`, i.digest.slice(0, 19), i.createdAt]));
+      printTable(
+        ['NAME', 'SOURCE', 'SIZE', 'DIGEST', 'CREATED'],
+        list.map((i) => [i.name, i.source, `${(i.sizeBytes / 1048576).toFixed(0)} MiB`, i.digest.slice(0, 19), i.createdAt]),
+      );
     });
 
   images
@@ -101,7 +162,9 @@ export function registerHostCommands(program: Command): void {
     .option('--force', 'rebuild even if it exists')
     .option('--desktop', 'build debian-bookworm-desktop: a display (Xvfb, openbox), x11vnc, Chromium and xdotool')
     .action(async (name: string | undefined, options: { dataDir: string; force?: boolean; desktop?: boolean }) => {
-      const image = await (await catalog(options.dataDir)).buildDebian({
+      const image = await (
+        await catalog(options.dataDir)
+      ).buildDebian({
         ...(name ? { name } : {}),
         onProgress: progress,
         force: Boolean(options.force),
@@ -130,16 +193,38 @@ export function registerHostCommands(program: Command): void {
   const store = program.command('store').description('where a server keeps its state (run on the host)');
   store
     .command('copy')
-    .description('copy every session, approval, snapshot record and audit chain of a stopped server into an empty PostgreSQL database, then verify every chain there')
+    .description(
+      'copy every session, approval, snapshot record and audit chain of a stopped server into an empty PostgreSQL database, then verify every chain there',
+    )
     .option('--data-dir <dir>', 'the data dir of the server to copy from', defaultDataDir())
     .requiredOption('--to <url>', 'the PostgreSQL database (postgres://USER@HOST:PORT/DB)')
     .option('--json', 'print the report as JSON')
     .action(async (options: { dataDir: string; to: string; json?: boolean }) => {
-      const { copyStore, openAuditLog, openDataDir, loadOrCreateNodeId, runningServerPid, recordPostgresStore, SqliteStore, PostgresStore, isPostgresUrl, redactUrl, AirlockError } = await runtime();
-      if (!isPostgresUrl(options.to)) throw new AirlockError('INVALID_ARGUMENTS', `--to takes a PostgreSQL URL such as postgres://airlock@127.0.0.1:5432/airlock (got ${JSON.stringify(options.to)})`);
+      const {
+        copyStore,
+        openAuditLog,
+        openDataDir,
+        loadOrCreateNodeId,
+        runningServerPid,
+        recordPostgresStore,
+        SqliteStore,
+        PostgresStore,
+        isPostgresUrl,
+        redactUrl,
+        AirlockError,
+      } = await runtime();
+      if (!isPostgresUrl(options.to))
+        throw new AirlockError(
+          'INVALID_ARGUMENTS',
+          `--to takes a PostgreSQL URL such as postgres://airlock@127.0.0.1:5432/airlock (got ${JSON.stringify(options.to)})`,
+        );
       const layout = openDataDir(options.dataDir);
       const pid = runningServerPid(layout);
-      if (pid !== undefined) throw new AirlockError('INVALID_STATE', `a server (pid ${pid}) is running on ${layout.root}; stop it first, so that nothing changes while it is copied`);
+      if (pid !== undefined)
+        throw new AirlockError(
+          'INVALID_STATE',
+          `a server (pid ${pid}) is running on ${layout.root}; stop it first, so that nothing changes while it is copied`,
+        );
       const source = new SqliteStore(layout.database);
       try {
         const { audit, anchor } = await openAuditLog(layout, source);
@@ -149,9 +234,17 @@ export function registerHostCommands(program: Command): void {
           const bad = report.verified.filter((chain) => !chain.result.ok);
           if (options.json) printJson(report);
           else {
-            process.stdout.write(`copied ${report.sessions} sessions, ${report.approvals} approvals, ${report.snapshots} snapshot records and ${report.chains} audit chains (${report.records} records) to ${redactUrl(options.to)}\n`);
-            for (const chain of bad) process.stdout.write(`FAILED ${chain.sessionId || '(system)'}: record ${chain.result.problem?.seq}: ${chain.result.problem?.kind}: ${chain.result.problem?.message}\n`);
-            if (bad.length === 0) process.stdout.write(`verified: every chain intact; serve it with \`airlock serve --data-dir ${layout.root} --store ${redactUrl(options.to)}\`\n`);
+            process.stdout.write(
+              `copied ${report.sessions} sessions, ${report.approvals} approvals, ${report.snapshots} snapshot records and ${report.chains} audit chains (${report.records} records) to ${redactUrl(options.to)}\n`,
+            );
+            for (const chain of bad)
+              process.stdout.write(
+                `FAILED ${chain.sessionId || '(system)'}: record ${chain.result.problem?.seq}: ${chain.result.problem?.kind}: ${chain.result.problem?.message}\n`,
+              );
+            if (bad.length === 0)
+              process.stdout.write(
+                `verified: every chain intact; serve it with \`airlock serve --data-dir ${layout.root} --store ${redactUrl(options.to)}\`\n`,
+              );
           }
           if (bad.length > 0) process.exitCode = EXIT_FAILURE;
           // From now on this data dir's sessions live there: a server without --store refuses to start on it.

@@ -36,6 +36,7 @@ import { LocalImageCatalog } from './images/local-image-catalog.js';
 import { AuditLog } from './audit/audit-log.js';
 import { keyId } from './audit/hash-chain.js';
 import { buildCoreServices } from './core/core-services.js';
+import { DEFAULT_IMAGE, resourcesOf } from './core/session-service.js';
 import { reconcileSessions, type ReconcileReport } from './core/session-reconciler.js';
 import { ConnectionApprovals } from './core/connection-approvals.js';
 import { ContractUpdates } from './core/contract-updates.js';
@@ -121,6 +122,11 @@ export interface ServeOptions {
   allowedOrigins?: readonly string[];
   /** further names of the server for the Host header (`--allowed-host`); $AIRLOCK_ALLOWED_HOSTS adds more */
   allowedHosts?: readonly string[];
+  /**
+   * machines kept warm per class of session (`--warm-pool`; the CLI's default is 2), so a create only
+   * claims one; default 0 here (none)
+   */
+  warmPool?: number;
 }
 
 /** A control plane that is listening. */
@@ -320,6 +326,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     tracer,
     maxForkBranches: options.maxForkBranches ?? (Number.parseInt(process.env['AIRLOCK_MAX_FORK_BRANCHES'] ?? '', 10) || DEFAULT_MAX_FORK_BRANCHES),
     onError: report,
+    warmPool: {
+      size: options.warmPool ?? 0,
+      // The session a create without image or contract gets: the one most worth keeping warm.
+      defaultClass: { imageName: DEFAULT_IMAGE, resources: resourcesOf(DEFAULT_CONTRACT), filesystem: DEFAULT_CONTRACT.filesystem },
+    },
   });
   for (const change of ['requested', 'decided', 'settled'] as const) {
     core.approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
@@ -334,6 +345,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   core.approvals.startSweeping(30_000);
   const live = (await store.listSessions({ owner: nodeId })).filter((session) => session.state !== 'terminated' && session.state !== 'failed');
   await networks.reconcile(live, async (session) => (await images.get(session.imageName)).rootfsDir);
+  // After the reconciler: it removed what pools of an earlier life of this node left (no session owns it).
+  core.pool.start();
   // What an earlier life of this node (or a dead one) left is collected now, not at the first tick.
   objects?.collectInBackground();
   objects?.startCollector(options.collectIntervalMs ?? (Number.parseInt(process.env['AIRLOCK_OBJECTS_COLLECT_SECONDS'] ?? '', 10) || 600) * 1000);
@@ -384,6 +397,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     sessions: core.sessions,
     snapshots: core.snapshots,
     forks: core.forks,
+    pool: core.pool,
     ports: core.ports,
     resizer: core.resizer,
     pipeline: core.pipeline,
@@ -450,6 +464,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await core.takeovers.close();
       await core.terminals.close();
       await http.close();
+      // Warm machines belong to no session: nothing would adopt them at the next start.
+      await core.pool.close();
+      await core.teardowns.drain();
       untap();
       await core.approvals.close();
       await core.usage.drain();

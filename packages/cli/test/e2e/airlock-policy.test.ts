@@ -89,7 +89,14 @@ describe('the airlock: policy, approval, breaker and audit through the CLI', () 
   it('refuses writes to denied paths, also through .. and symlinks', () => {
     assert.equal(installation.cli(['exec', id, '--', 'ln', '-s', '/etc', '/workspace/etc-link']).code, 0);
     assert.equal(installation.cli(['exec', id, '--', 'mkdir', '-p', '/workspace/secret']).code, 0);
-    for (const path of ['/etc/motd', '/workspace/../etc/motd', '/workspace/etc-link/motd', 'etc-link/motd', '/workspace/secret/key', '/workspace/./secret/../secret/key']) {
+    for (const path of [
+      '/etc/motd',
+      '/workspace/../etc/motd',
+      '/workspace/etc-link/motd',
+      'etc-link/motd',
+      '/workspace/secret/key',
+      '/workspace/./secret/../secret/key',
+    ]) {
       const write = installation.cli(['files', 'write', id, path], { input: 'x' });
       assert.equal(write.code, 126, `${path}: ${write.stderr}`);
       assert.match(write.stderr, /POLICY_DENIED/);
@@ -116,8 +123,10 @@ describe('the airlock: policy, approval, breaker and audit through the CLI', () 
     assert.equal(installation.cli(['audit', 'verify', id]).code, 0);
     const changed = await installation.writeStore(
       {
-        sqlite: "UPDATE audit_records SET data = json_set(data, '$.decision', 'allow') WHERE session_id = ? AND type = 'tool-call.denied' AND seq = (SELECT MIN(seq) FROM audit_records WHERE session_id = ? AND type = 'tool-call.denied')",
-        postgres: "UPDATE audit_records SET data = jsonb_set(data::jsonb, '{decision}', '\"allow\"')::json WHERE session_id = $1 AND type = 'tool-call.denied' AND seq = (SELECT MIN(seq) FROM audit_records WHERE session_id = $2 AND type = 'tool-call.denied')",
+        sqlite:
+          "UPDATE audit_records SET data = json_set(data, '$.decision', 'allow') WHERE session_id = ? AND type = 'tool-call.denied' AND seq = (SELECT MIN(seq) FROM audit_records WHERE session_id = ? AND type = 'tool-call.denied')",
+        postgres:
+          "UPDATE audit_records SET data = jsonb_set(data::jsonb, '{decision}', '\"allow\"')::json WHERE session_id = $1 AND type = 'tool-call.denied' AND seq = (SELECT MIN(seq) FROM audit_records WHERE session_id = $2 AND type = 'tool-call.denied')",
       },
       [id, id],
     );
@@ -136,12 +145,19 @@ describe('the airlock: policy, approval, breaker and audit through the CLI', () 
     assert.equal(installation.cli(['exec', id, '--', 'rm', '-rf', '/workspace/keep']).code, 126);
     const state = JSON.parse(installation.cli(['sessions', 'get', id, '--json']).stdout) as { state: string };
     assert.equal(state.state, 'suspended', 'the denied calls never woke the machine');
-    const since = (JSON.parse(installation.cli(['audit', id, '--json']).stdout) as { seq: number; type: string }[]).filter((r) => r.seq > (before.at(-1)?.seq ?? 0));
-    assert.deepEqual(since.map((r) => r.type), ['tool-call.denied', 'tool-call.denied']);
+    const since = (JSON.parse(installation.cli(['audit', id, '--json']).stdout) as { seq: number; type: string }[]).filter(
+      (r) => r.seq > (before.at(-1)?.seq ?? 0),
+    );
+    assert.deepEqual(
+      since.map((r) => r.type),
+      ['tool-call.denied', 'tool-call.denied'],
+    );
 
     const allowed = installation.cli(['files', 'write', id, '/workspace/woken.txt'], { input: 'up' });
     assert.equal(allowed.code, 0, allowed.stderr);
-    const after = (JSON.parse(installation.cli(['audit', id, '--json']).stdout) as { seq: number; type: string; data: Record<string, unknown> }[]).filter((r) => r.seq > (since.at(-1)?.seq ?? 0));
+    const after = (JSON.parse(installation.cli(['audit', id, '--json']).stdout) as { seq: number; type: string; data: Record<string, unknown> }[]).filter(
+      (r) => r.seq > (since.at(-1)?.seq ?? 0),
+    );
     const authorized = after.find((r) => r.type === 'tool-call.authorized');
     const resumed = after.find((r) => r.type === 'session.resumed');
     assert.ok(authorized && resumed, after.map((r) => r.type).join(', '));
@@ -158,7 +174,9 @@ describe('the airlock: policy, approval, breaker and audit through the CLI', () 
       const created = installation.cli(['sessions', 'create', '--contract', contract]);
       assert.equal(created.code, 0, created.stderr);
       const session = created.stdout.trim();
-      const results = await Promise.all(Array.from({ length: 30 }, (_, index) => installation.cliAsync(['exec', session, '--', 'sh', '-c', `echo ${index} >> /workspace/ran`])));
+      const results = await Promise.all(
+        Array.from({ length: 30 }, (_, index) => installation.cliAsync(['exec', session, '--', 'sh', '-c', `echo ${index} >> /workspace/ran`])),
+      );
       const ran = results.filter((result) => result.code === 0);
       const refused = results.filter((result) => result.code === 126 && /BUDGET_EXCEEDED/.test(result.stderr));
       assert.equal(ran.length, 5, results.map((result) => `${result.code} ${result.stderr.trim()}`).join('\n'));

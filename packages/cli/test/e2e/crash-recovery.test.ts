@@ -215,7 +215,11 @@ describe(`the server survives SIGKILL at any point of every lifecycle operation 
     for (const entry of inventory.registryEntries) assert.ok(machines.has(entry), explain(`driver registry entry ${entry} has no live machine`));
     const disks = new Set(live.map((view) => view.id));
     for (const dir of inventory.diskDirs) assert.ok(disks.has(dir), explain(`disk ${dir} belongs to no live session`));
-    const kept = new Set(snapshots().filter((snapshot) => !snapshot.deletedAt).map((snapshot) => snapshot.id));
+    const kept = new Set(
+      snapshots()
+        .filter((snapshot) => !snapshot.deletedAt)
+        .map((snapshot) => snapshot.id),
+    );
     for (const entry of inventory.snapshotEntries) {
       assert.ok(kept.has(entry.replace(/\.seal\.json$/, '')), explain(`snapshot entry ${entry} belongs to no kept snapshot`));
     }
@@ -224,10 +228,21 @@ describe(`the server survives SIGKILL at any point of every lifecycle operation 
       assert.ok(owned, explain(`mount ${mount} has no owner`));
     }
     for (const device of inventory.loopDevices) {
-      assert.ok([...disks].some((id) => device.endsWith(`/disks/${id}/disk.ext4`)), explain(`loop device ${device} has no owner`));
+      assert.ok(
+        [...disks].some((id) => device.endsWith(`/disks/${id}/disk.ext4`)),
+        explain(`loop device ${device} has no owner`),
+      );
     }
-    for (const cgroup of inventory.cgroups) assert.ok([...machines].some((id) => cgroup.endsWith(`/${id}`)), explain(`cgroup ${cgroup} has no machine`));
-    for (const name of inventory.netns) assert.ok([...machines].some((id) => name.endsWith(id)), explain(`netns ${name} has no machine`));
+    for (const cgroup of inventory.cgroups)
+      assert.ok(
+        [...machines].some((id) => cgroup.endsWith(`/${id}`)),
+        explain(`cgroup ${cgroup} has no machine`),
+      );
+    for (const name of inventory.netns)
+      assert.ok(
+        [...machines].some((id) => name.endsWith(id)),
+        explain(`netns ${name} has no machine`),
+      );
   }
 
   /** After every session is removed, the host holds nothing of the installation. */

@@ -21,7 +21,16 @@ import { networkInterfaces } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { AirlockApiError, Sandbox } from '@airlock/sdk';
 import { AIRLOCK_BIN, TestInstallation, hostProcessesMatching, type CliResult } from '../support/test-installation.js';
-import { PRELUDE, SCAN_FILESYSTEM, PROBE_PROCESSES, PROBE_DEVICES, PROBE_NETWORK, B_SHARED_MEMORY, B_ABSTRACT_LISTENER, KILL_EVERYTHING } from '../support/isolation-probes.js';
+import {
+  PRELUDE,
+  SCAN_FILESYSTEM,
+  PROBE_PROCESSES,
+  PROBE_DEVICES,
+  PROBE_NETWORK,
+  B_SHARED_MEMORY,
+  B_ABSTRACT_LISTENER,
+  KILL_EVERYTHING,
+} from '../support/isolation-probes.js';
 
 /** The halves A gets of a needle. */
 function halves(needle: string): [string, string] {
@@ -56,7 +65,19 @@ describe('cross-session isolation on gVisor: session A cannot read, write, signa
   const abstractName = `xsess-socket-${random()}`;
   const shmKey = 0x5000_0000 + randomBytes(3).readUIntBE(0, 3);
   /** B's files, devices and processes as the host sees them: what A aims at. */
-  const host = { image: '', mount: '', workspace: '', secret: '', stateDir: '', loopDevice: '', major: 0, minor: 0, runscPids: [] as number[], pids: [] as number[], aWorkspace: '' };
+  const host = {
+    image: '',
+    mount: '',
+    workspace: '',
+    secret: '',
+    stateDir: '',
+    loopDevice: '',
+    major: 0,
+    minor: 0,
+    runscPids: [] as number[],
+    pids: [] as number[],
+    aWorkspace: '',
+  };
   let markerPid = 0;
   let victimPid = 0;
   let exposedUrl = '';
@@ -120,7 +141,10 @@ describe('cross-session isolation on gVisor: session A cannot read, write, signa
     const setUpB = async () => {
       // B's secret: in its workspace (through the CLI), its root layer, its tmpfs, its shared memory.
       await cliOk(['files', 'write', b.id, `/workspace/${secretName}`], secret);
-      await shell(b, `mkdir -p /workspace/www && printf %s '${secret}' | tee /workspace/www/index.html /root/${secretName} /tmp/${secretName} /dev/shm/${secretName} >/dev/null`);
+      await shell(
+        b,
+        `mkdir -p /workspace/www && printf %s '${secret}' | tee /workspace/www/index.html /root/${secretName} /tmp/${secretName} /dev/shm/${secretName} >/dev/null`,
+      );
       await python(b, B_SHARED_MEMORY, { shmKey, secret });
       markerPid = Number((await cliOk(['exec', b.id, '--detach', '--', 'python3', '-c', 'import time; time.sleep(3600)', processMarker])).trim());
       assert.ok(markerPid > 0);
@@ -191,10 +215,18 @@ describe('cross-session isolation on gVisor: session A cannot read, write, signa
     const probes: Probe[] = [
       ...mustNotExist.map((path) => ({ what: `files.read ${path}`, mustFail: true, call: () => a.files.read(path) })),
       ...[host.secret, host.image].map((path) => ({ what: `files.stat ${path}`, mustFail: true, call: () => a.files.stat(path) })),
-      ...[host.workspace, host.mount, join(installation.dataDir, 'disks')].map((path) => ({ what: `files.list ${path}`, mustFail: true, call: () => a.files.list(path) })),
+      ...[host.workspace, host.mount, join(installation.dataDir, 'disks')].map((path) => ({
+        what: `files.list ${path}`,
+        mustFail: true,
+        call: () => a.files.list(path),
+      })),
       // Host pid numbers may exist in A's own pid space; whatever answers must be A's, never B's.
       ...host.runscPids.flatMap((pid) =>
-        [`/proc/${pid}/root/workspace/${secretName}`, `/proc/${pid}/environ`].map((path) => ({ what: `files.read ${path}`, mustFail: false, call: () => a.files.read(path) })),
+        [`/proc/${pid}/root/workspace/${secretName}`, `/proc/${pid}/environ`].map((path) => ({
+          what: `files.read ${path}`,
+          mustFail: false,
+          call: () => a.files.read(path),
+        })),
       ),
     ];
     await runProbes(probes);
@@ -218,7 +250,12 @@ describe('cross-session isolation on gVisor: session A cannot read, write, signa
       ...Object.fromEntries(host.runscPids.map((pid) => [`host-pid-${pid}`, `/proc/${pid}/root/workspace/${secretName}`])),
       control: '/workspace/control.txt',
     };
-    await shell(a, `mkdir -p /workspace/links && cd /workspace/links && ${Object.entries(links).map(([name, target]) => `ln -s '${target}' '${name}'`).join(' && ')}`);
+    await shell(
+      a,
+      `mkdir -p /workspace/links && cd /workspace/links && ${Object.entries(links)
+        .map(([name, target]) => `ln -s '${target}' '${name}'`)
+        .join(' && ')}`,
+    );
     assert.equal(realpathSync(join(host.aWorkspace, 'links', 'rel-secret')), host.secret, 'the relative link is a real attack: on the host it resolves to B');
 
     const probes: Probe[] = Object.entries(links)
@@ -246,7 +283,10 @@ describe('cross-session isolation on gVisor: session A cannot read, write, signa
     assert.doesNotMatch(inA, new RegExp(`${processMarker}|${secret}`), "A's ps and /proc do not show B's processes");
 
     const targets = [markerPid, ...host.pids];
-    const probe = await python<{ pids: number[]; leaks: string[]; signals: Record<string, Record<string, unknown>> }>(a, PROBE_PROCESSES, { needles: bNeedles(), targets });
+    const probe = await python<{ pids: number[]; leaks: string[]; signals: Record<string, Record<string, unknown>> }>(a, PROBE_PROCESSES, {
+      needles: bNeedles(),
+      targets,
+    });
     assert.deepEqual(probe.leaks, [], "no /proc entry of A holds B's argv, environment, name or id");
     assert.ok(probe.pids.includes(victimPid), `control: A's /proc lists A's own process ${victimPid}`);
     for (const pid of targets) {
@@ -262,8 +302,22 @@ describe('cross-session isolation on gVisor: session A cannot read, write, signa
   });
 
   it("has no host block device in A and cannot mount, attach or open B's disk", { timeout: 60_000 }, async () => {
-    type Devices = { dev: string[]; sysBlock: string[]; tools: Record<string, { code: number; output: string }>; syscalls: Record<string, string>; nodes: Record<string, { mknod: string; open: string; leak?: string[] }>; mountsUnchanged: boolean; target: string[] };
-    const probe = await python<Devices>(a, PROBE_DEVICES, { needles: bNeedles(), image: host.image, loop: host.loopDevice, major: host.major, minor: host.minor });
+    type Devices = {
+      dev: string[];
+      sysBlock: string[];
+      tools: Record<string, { code: number; output: string }>;
+      syscalls: Record<string, string>;
+      nodes: Record<string, { mknod: string; open: string; leak?: string[] }>;
+      mountsUnchanged: boolean;
+      target: string[];
+    };
+    const probe = await python<Devices>(a, PROBE_DEVICES, {
+      needles: bNeedles(),
+      image: host.image,
+      loop: host.loopDevice,
+      major: host.major,
+      minor: host.minor,
+    });
     const blockLike = probe.dev.filter((name) => /^(loop|sd|vd|xvd|hd|nvme|mmcblk|dm-|md|ram|mapper|disk|mem$|kmem|port$|sg)/.test(name));
     assert.deepEqual(blockLike, [], `A's /dev: ${probe.dev.join(' ')}`);
     assert.deepEqual(probe.sysBlock, [], 'A sees no block devices in /sys/block');
@@ -284,12 +338,22 @@ describe('cross-session isolation on gVisor: session A cannot read, write, signa
       if (answered.status !== 200) await new Promise((r) => setTimeout(r, 200));
     }
     assert.equal(await answered?.text(), secret, "control: B's service answers through its exposed port");
-    const inB = await python<{ abstract: string; shm: string; exposedUrl: string }>(b, PROBE_NETWORK, { needles: { secret: halves(secret) }, hosts: [], ports: [], exposedUrl: 'http://127.0.0.1:8000/', abstract: halves(abstractName), shmKey });
+    const inB = await python<{ abstract: string; shm: string; exposedUrl: string }>(b, PROBE_NETWORK, {
+      needles: { secret: halves(secret) },
+      hosts: [],
+      ports: [],
+      exposedUrl: 'http://127.0.0.1:8000/',
+      abstract: halves(abstractName),
+      shmKey,
+    });
     assert.equal(inB.abstract, "connected, leak ['secret']", "control: B's abstract socket answers in B");
     assert.match(inB.shm, /^found/, "control: B's SysV segment exists in B");
     assert.equal(inB.exposedUrl, "answered 200, leak ['secret']", "control: B's service listens on B's loopback");
 
-    const hostAddresses = Object.values(networkInterfaces()).flatMap((list) => list ?? []).filter((entry) => !entry.internal).map((entry) => entry.address);
+    const hostAddresses = Object.values(networkInterfaces())
+      .flatMap((list) => list ?? [])
+      .filter((entry) => !entry.internal)
+      .map((entry) => entry.address);
     const probe = await python<{ tcp: Record<string, string>; exposedUrl: string; abstract: string; shm: string; interfaces: string[] }>(a, PROBE_NETWORK, {
       needles: { secret: halves(secret) },
       hosts: ['127.0.0.1', '::1', '10.200.0.1', ...hostAddresses],
@@ -311,10 +375,20 @@ describe('cross-session isolation on gVisor: session A cannot read, write, signa
     await cliOk(['files', 'write', a.id, '/workspace/a-cli.txt'], body);
     await shell(a, `for f in /tmp/a.txt /dev/shm/a.txt /root/a.txt /etc/a.txt; do printf '%s\\n' '${fromA}' > $f; done`);
     // Hostile writes: B's host paths, straight, through symlinks and through /proc of B's host pids.
-    const hostile = [host.secret, join(host.workspace, 'from-a.txt'), '/workspace/links/abs-workspace/from-a-link.txt', '/workspace/links/rel-workspace/from-a-rel.txt', '/workspace/links/rel-secret', '/workspace/links/abs-secret'];
+    const hostile = [
+      host.secret,
+      join(host.workspace, 'from-a.txt'),
+      '/workspace/links/abs-workspace/from-a-link.txt',
+      '/workspace/links/rel-workspace/from-a-rel.txt',
+      '/workspace/links/rel-secret',
+      '/workspace/links/abs-secret',
+    ];
     for (const pid of host.runscPids) hostile.push(`/proc/${pid}/root/workspace/from-a-proc.txt`);
     const outcomes = await pooled(hostile, async (path) => `${path}: ${(await attempt(() => a.files.write(path, body))).code}`);
-    const viaExec = await a.commands.run(`mkdir -p '${host.workspace}' && printf '%s\\n' '${fromA}' > '${host.workspace}/from-a-exec.txt' && printf '%s\\n' '${fromA}' > /workspace/links/abs-workspace/from-a-exec-link.txt; cat '${host.secret}'`, { timeoutMs: 30_000 });
+    const viaExec = await a.commands.run(
+      `mkdir -p '${host.workspace}' && printf '%s\\n' '${fromA}' > '${host.workspace}/from-a-exec.txt' && printf '%s\\n' '${fromA}' > /workspace/links/abs-workspace/from-a-exec-link.txt; cat '${host.secret}'`,
+      { timeoutMs: 30_000 },
+    );
     assert.equal(viaExec.stdout, body, `in A, "B's" host path is an A-local file holding A's write (writes: ${outcomes.join('; ')})`);
 
     assert.deepEqual(readdirSync(host.workspace).sort(), [secretName, 'www'].sort(), "B's workspace on the host holds only B's files");
@@ -323,12 +397,14 @@ describe('cross-session isolation on gVisor: session A cannot read, write, signa
     assert.equal(hostGrep(fromA, dirname(host.aWorkspace)), true, "control: A's disk does hold it");
     const listing = (await b.files.list('/workspace')).map((entry) => entry.name).sort();
     assert.deepEqual(listing, [secretName, 'www'].sort(), "B's files API lists only B's files");
-    const scan = await python<{ hits: string[] }>(b, SCAN_FILESYSTEM.replace("('proc', 'sys')", "('proc', 'sys', 'usr', 'lib', 'lib64', 'bin', 'sbin')"), { needles: { fromA: halves(fromA) } });
+    const scan = await python<{ hits: string[] }>(b, SCAN_FILESYSTEM.replace("('proc', 'sys')", "('proc', 'sys', 'usr', 'lib', 'lib64', 'bin', 'sbin')"), {
+      needles: { fromA: halves(fromA) },
+    });
     assert.deepEqual(scan.hits, [], "nothing in B's filesystem (workspace, root layer, tmpfs, /dev/shm) holds A's write");
     await assertBIntact();
   });
 
-  it('A killing every process it can see, B\'s pid numbers and its own init leaves B running', { timeout: 60_000 }, async (t) => {
+  it("A killing every process it can see, B's pid numbers and its own init leaves B running", { timeout: 60_000 }, async (t) => {
     await a.commands.detach(['python3', '-c', `${PRELUDE}\n${KILL_EVERYTHING}`, JSON.stringify({ targets: [markerPid, ...host.pids] })]);
     const reportPath = join(host.aWorkspace, 'kill-report.json');
     for (let waited = 0; waited < 20_000 && !existsSync(reportPath); waited += 200) await new Promise((r) => setTimeout(r, 200));
@@ -381,9 +457,12 @@ async function pooled<T, R>(items: readonly T[], task: (item: T) => Promise<R>, 
 
 /** `roots` and all their descendants on the host: a sandbox's runsc processes and their stubs. */
 function hostProcessTree(roots: number[]): number[] {
-  const rows = spawnSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' }).stdout.trim().split('\n').map((line) => line.trim().split(/\s+/).map(Number));
+  const rows = spawnSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' })
+    .stdout.trim()
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/).map(Number));
   const tree = new Set(roots.filter((pid) => pid > 0));
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [pid, ppid] of rows) {
       if (pid !== undefined && ppid !== undefined && tree.has(ppid) && !tree.has(pid)) {
@@ -404,4 +483,3 @@ function isHostProcessAlive(pid: number): boolean {
 function hostGrep(needle: string, dir: string): boolean {
   return spawnSync('grep', ['-rqaF', '-e', needle, dir]).status === 0;
 }
-

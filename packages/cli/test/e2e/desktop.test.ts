@@ -153,14 +153,18 @@ describe('computer-use sessions on gVisor (issue 18)', { timeout: 900_000 }, () 
   it('audits every action with a thumbnail of the screen before it, kept and checkable', async () => {
     const records = await sandbox.audit({ limit: 1000 });
     // The decision on the screen (the second one; the first is taken before the machine is touched).
-    const decided = records.filter((record) => record.type === 'tool-call.authorized' && record.data['gen_ai.tool.name'] === 'desktop.act' && record.data['stage'] === 'screen');
+    const decided = records.filter(
+      (record) => record.type === 'tool-call.authorized' && record.data['gen_ai.tool.name'] === 'desktop.act' && record.data['stage'] === 'screen',
+    );
     assert.ok(decided.length >= 3, `${decided.length} authorized desktop actions`);
     const typed = decided.find((record) => (record.data['arguments'] as Record<string, unknown>)['action'] === 'type');
     assert.ok(typed);
     assert.equal((typed.data['arguments'] as Record<string, unknown>)['text'], undefined, 'typed text stays out of the audit');
     const thumbnail = typed.data['thumbnail'] as { name: string; sha256: string; width: number };
     assert.equal(thumbnail.width, 320);
-    const response = await fetch(`${installation.url}/v1/sessions/${sandbox.id}/desktop/thumbnails/${thumbnail.name}`, { headers: { authorization: `Bearer ${installation.token}` } });
+    const response = await fetch(`${installation.url}/v1/sessions/${sandbox.id}/desktop/thumbnails/${thumbnail.name}`, {
+      headers: { authorization: `Bearer ${installation.token}` },
+    });
     assert.equal(response.status, 200);
     const png = Buffer.from(await response.arrayBuffer());
     assert.equal(createHash('sha256').update(png).digest('hex'), thumbnail.sha256);
@@ -234,7 +238,9 @@ describe('computer-use sessions on gVisor (issue 18)', { timeout: 900_000 }, () 
     const red = centreOf(pixels, RED);
 
     // Authenticated like every route: a wrong token never reaches the display.
-    const stranger = new WebSocket(`${installation.url.replace('http', 'ws')}/v1/sessions/${sandbox.id}/desktop/vnc`, { headers: { authorization: 'Bearer wrong' } });
+    const stranger = new WebSocket(`${installation.url.replace('http', 'ws')}/v1/sessions/${sandbox.id}/desktop/vnc`, {
+      headers: { authorization: 'Bearer wrong' },
+    });
     stranger.on('error', () => undefined);
     const refused = await new Promise<number>((resolve) =>
       stranger
@@ -266,7 +272,10 @@ describe('computer-use sessions on gVisor (issue 18)', { timeout: 900_000 }, () 
     person.click(blue.x, blue.y);
     await waitForTitle(sandbox, 'Clicked B');
     const records = await sandbox.audit({ limit: 1000 });
-    assert.ok(records.some((record) => record.type === 'tool-call.waiting' && record.data['reason'] === 'TAKEOVER'), 'the agent waits with the reason TAKEOVER');
+    assert.ok(
+      records.some((record) => record.type === 'tool-call.waiting' && record.data['reason'] === 'TAKEOVER'),
+      'the agent waits with the reason TAKEOVER',
+    );
     person.close();
     const ended = await sandbox.desktop.handBack();
     assert.ok(ended.inputEvents >= 2, `${ended.inputEvents} input events recorded`);
@@ -281,7 +290,11 @@ describe('computer-use sessions on gVisor (issue 18)', { timeout: 900_000 }, () 
 });
 
 /** A minimal VNC viewer over the live view's WebSocket: handshake, then pointer clicks. */
-async function openLiveView(installation: TestInstallation, sessionId: string, takeoverId?: string): Promise<{ width: number; click(x: number, y: number): void; close(): void }> {
+async function openLiveView(
+  installation: TestInstallation,
+  sessionId: string,
+  takeoverId?: string,
+): Promise<{ width: number; click(x: number, y: number): void; close(): void }> {
   const url = `${installation.url.replace('http', 'ws')}/v1/sessions/${sessionId}/desktop/vnc${takeoverId ? `?takeover=${takeoverId}` : ''}`;
   const socket = new WebSocket(url, { headers: { authorization: `Bearer ${installation.token}` } });
   let received = Buffer.alloc(0);

@@ -80,7 +80,11 @@ describe('egress: per-session network through the gateway', () => {
   after(async () => {
     await installation?.destroy();
     await fixture?.dispose();
-    assert.deepEqual(listNetns().filter((name) => !netnsBefore.includes(name)), [], 'every namespace was removed');
+    assert.deepEqual(
+      listNetns().filter((name) => !netnsBefore.includes(name)),
+      [],
+      'every namespace was removed',
+    );
   });
 
   it('without a network section nothing is reachable: not the targets, the host loopback or the Airlock API', () => {
@@ -140,7 +144,10 @@ print(json.dumps({
     const tightened = installation.cli(['network', 'set', id, '--allow', TEST_HOSTS.denied, '--json']);
     assert.equal(tightened.code, 0, tightened.stderr);
     assert.equal((JSON.parse(tightened.stdout) as { contractVersion: number }).contractVersion, 2);
-    const after = python<Record<string, Fetched>>(id, `print(json.dumps({'old': get('http://${TEST_HOSTS.allowed}/'), 'new': get('http://${TEST_HOSTS.denied}/')}))`);
+    const after = python<Record<string, Fetched>>(
+      id,
+      `print(json.dumps({'old': get('http://${TEST_HOSTS.allowed}/'), 'new': get('http://${TEST_HOSTS.denied}/')}))`,
+    );
     assert.equal(after['old']?.status, 403);
     assert.equal(after['new']?.status, 200);
     const update = audit(id).find((r) => r.type === 'contract.updated');
@@ -158,7 +165,9 @@ print(json.dumps({
     await installation.crashServer();
     // The control plane is gone: probe straight through runsc.
     const runscRoot = join(installation.dataDir, 'runsc', 'runsc');
-    const output = execFileSync('runsc', [`--root=${runscRoot}`, 'exec', `airlock-airlock-${id}-g1`, 'python3', '-c', `${PRELUDE}\n${request}`], { encoding: 'utf8' });
+    const output = execFileSync('runsc', [`--root=${runscRoot}`, 'exec', `airlock-airlock-${id}-g1`, 'python3', '-c', `${PRELUDE}\n${request}`], {
+      encoding: 'utf8',
+    });
     const down = JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as { r: Fetched; direct: string };
     assert.ok(down.r.error, `no answer while the gateway is down: ${JSON.stringify(down.r)}`);
     assert.match(down.direct, /^refused/);

@@ -22,7 +22,8 @@ interface SessionJson {
 
 /** python3 that counts in memory and mirrors the count to /tmp (a sandbox tmpfs: memory too). */
 // Written by rename, so that a read (or a checkpoint) between truncate and write never sees an empty count.
-const COUNTER = "import os, time\ni = 0\nwhile True:\n    i += 1\n    open('/tmp/count.tmp', 'w').write(str(i))\n    os.replace('/tmp/count.tmp', '/tmp/count')\n    time.sleep(0.05)";
+const COUNTER =
+  "import os, time\ni = 0\nwhile True:\n    i += 1\n    open('/tmp/count.tmp', 'w').write(str(i))\n    os.replace('/tmp/count.tmp', '/tmp/count')\n    time.sleep(0.05)";
 
 describe('execution modes on gVisor: per-call sandboxes, sleeping machines, services, live resize', () => {
   let installation: TestInstallation;
@@ -61,7 +62,14 @@ describe('execution modes on gVisor: per-call sandboxes, sleeping machines, serv
     const id = cliOk(['sessions', 'create', '--mode', 'per-call']).trim();
     cliOk(['exec', id, '--', 'sh', '-c', 'echo written-by-call-1 > /workspace/a.txt; sleep 1000 & echo started']);
     assert.equal(cliOk(['exec', id, '--', 'cat', '/workspace/a.txt']), 'written-by-call-1\n', 'the next call reads what the last one wrote');
-    const processes = cliOk(['exec', id, '--', 'python3', '-c', "import os; print('\\n'.join(open(f'/proc/{p}/cmdline').read().replace('\\0', ' ') for p in os.listdir('/proc') if p.isdigit()))"]);
+    const processes = cliOk([
+      'exec',
+      id,
+      '--',
+      'python3',
+      '-c',
+      "import os; print('\\n'.join(open(f'/proc/{p}/cmdline').read().replace('\\0', ' ') for p in os.listdir('/proc') if p.isdigit()))",
+    ]);
     assert.doesNotMatch(processes, /sleep 1000/, 'the background process of the earlier call is gone');
 
     // Parallel means the four sleeps were under way at one moment: the last one began before the first
@@ -72,8 +80,13 @@ describe('execution modes on gVisor: per-call sandboxes, sleeping machines, serv
     const started = Date.now();
     const results = await Promise.all([1, 2, 3, 4].map(() => sandbox.commands.run(['python3', '-c', sleeper])));
     const wallMs = Date.now() - started;
-    t.diagnostic(`4 parallel per-call \`sleep 5\`: ${wallMs} ms wall; per call start (boot) ${results.map((r) => r.timing.startMs).join('/')} ms, run ${results.map((r) => r.timing.runMs).join('/')} ms`);
-    assert.deepEqual(results.map((result) => result.exitCode), [0, 0, 0, 0]);
+    t.diagnostic(
+      `4 parallel per-call \`sleep 5\`: ${wallMs} ms wall; per call start (boot) ${results.map((r) => r.timing.startMs).join('/')} ms, run ${results.map((r) => r.timing.runMs).join('/')} ms`,
+    );
+    assert.deepEqual(
+      results.map((result) => result.exitCode),
+      [0, 0, 0, 0],
+    );
     const spans = results.map((result) => result.stdout.trim().split('\n').map(BigInt));
     const lastBegin = spans.reduce((latest, [begin]) => (begin! > latest ? begin! : latest), 0n);
     const firstEnd = spans.reduce((earliest, [, end]) => (end! < earliest ? end! : earliest), spans[0]![1]!);
@@ -125,7 +138,8 @@ describe('execution modes on gVisor: per-call sandboxes, sleeping machines, serv
       return { count: Number(result.stdout), timing: result.timing };
     };
     // The counter has written its first count once /tmp/count exists.
-    for (let tries = 0; (await sandbox.commands.run('test -s /tmp/count')).exitCode !== 0; tries += 1) assert.ok(tries < 100, 'the counter never wrote /tmp/count');
+    for (let tries = 0; (await sandbox.commands.run('test -s /tmp/count')).exitCode !== 0; tries += 1)
+      assert.ok(tries < 100, 'the counter never wrote /tmp/count');
     const first = await read();
 
     await waitForState(id, 'paused', 5_000);
@@ -136,11 +150,16 @@ describe('execution modes on gVisor: per-call sandboxes, sleeping machines, serv
     await waitForState(id, 'suspended', 10_000);
     const asleep = await getSession(id);
     assert.equal(asleep.sandboxId, null);
-    assert.deepEqual(hostProcessesMatching(id), [], 'a suspended machine holds no process on the host');
+    // The old sandbox is torn down in the background once the image is recorded: it goes within seconds.
+    for (const deadline = Date.now() + 20_000; hostProcessesMatching(id).length > 0; await sleep(100)) {
+      assert.ok(Date.now() < deadline, `a suspended machine holds no process on the host: ${hostProcessesMatching(id).join('; ')}`);
+    }
     const fromSuspend = await read();
     assert.ok(fromSuspend.count >= fromPause.count, `the count went on from ${fromPause.count} (got ${fromSuspend.count}): same process, same memory`);
     assert.ok(fromSuspend.timing.resumeMs > fromPause.timing.resumeMs, 'a restore costs more than a thaw');
-    t.diagnostic(`wake from paused: resumeMs ${fromPause.timing.resumeMs}; from suspended: resumeMs ${fromSuspend.timing.resumeMs}; exec start ${fromSuspend.timing.startMs} ms`);
+    t.diagnostic(
+      `wake from paused: resumeMs ${fromPause.timing.resumeMs}; from suspended: resumeMs ${fromSuspend.timing.resumeMs}; exec start ${fromSuspend.timing.startMs} ms`,
+    );
 
     const view = JSON.parse(cliOk(['sessions', 'get', id, '--json'])) as { meters: Record<string, number> };
     assert.ok((view.meters['pausedSeconds'] ?? 0) > 0, 'paused time is metered apart');
@@ -193,7 +212,14 @@ describe('execution modes on gVisor: per-call sandboxes, sleeping machines, serv
     // limit equal to the session's memory as the server reports it: at 256 MB it fails gracefully.
     const allocate = async () => {
       const { resources } = await getSession(id);
-      return installation.cli(['exec', id, '--', 'sh', '-c', `ulimit -v ${resources.memoryMb * 1024}; python3 -c "b = bytearray(600 * 1024 * 1024); print(len(b))"`]);
+      return installation.cli([
+        'exec',
+        id,
+        '--',
+        'sh',
+        '-c',
+        `ulimit -v ${resources.memoryMb * 1024}; python3 -c "b = bytearray(600 * 1024 * 1024); print(len(b))"`,
+      ]);
     };
     const small = await allocate();
     assert.equal(small.code, 1);
@@ -240,4 +266,3 @@ async function api(installation: TestInstallation, path: string, init: { method?
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
-

@@ -87,17 +87,28 @@ describe('snapshots and fork on gVisor', () => {
     const forked = installation.cli(['sessions', 'fork', parent.id, '--count', '3', '--json']);
     assert.equal(forked.code, 0, forked.stderr);
     const views = JSON.parse(forked.stdout) as { id: string; state: string; lineage: { parentSessionId: string; snapshotId: string; branchIndex: number } }[];
-    assert.deepEqual(views.map((v) => v.lineage.branchIndex), [0, 1, 2]);
+    assert.deepEqual(
+      views.map((v) => v.lineage.branchIndex),
+      [0, 1, 2],
+    );
     assert.ok(views.every((v) => v.state === 'running' && v.lineage.parentSessionId === parent.id));
     const branches = await Promise.all(views.map((v) => Sandbox.connect(v.id, connection)));
     const machines = [parent, ...branches];
 
     const answers = await Promise.all(machines.map(ask));
-    assert.deepEqual(answers.map((a) => a.counter), [4, 4, 4, 4], 'the process running at the snapshot kept its counter in every branch');
+    assert.deepEqual(
+      answers.map((a) => a.counter),
+      [4, 4, 4, 4],
+      'the process running at the snapshot kept its counter in every branch',
+    );
     assert.equal(distinct(answers.map((a) => a.urandom)), 4, '/dev/urandom read by the running process differs per branch');
     assert.equal(distinct(answers.map((a) => a.random)), 4, 'the on-fork hook reseeded the running program differently in each branch');
     const identities = await Promise.all(machines.map(identity));
-    for (const [line, what] of [[0, 'hostname'], [1, '/etc/machine-id'], [2, '16 bytes of /dev/urandom']] as const) {
+    for (const [line, what] of [
+      [0, 'hostname'],
+      [1, '/etc/machine-id'],
+      [2, '16 bytes of /dev/urandom'],
+    ] as const) {
       assert.equal(distinct(identities.map((id) => id[line])), 4, `${what} differs across branches and from the parent: ${JSON.stringify(identities)}`);
     }
     assert.equal(identities[1]?.[0], views[0]?.id.replace(/_/g, '-'), 'a branch is named after its session');
@@ -147,7 +158,10 @@ describe('snapshots and fork on gVisor', () => {
     assert.deepEqual(memory.contents, ['memory', 'disk']);
     assert.equal(memory.state, 'available');
     const listed = JSON.parse(installation.cli(['snapshots', 'ls', '--session', id, '--json']).stdout) as { id: string }[];
-    assert.deepEqual(listed.map((s) => s.id), [memory.id, disk.id]);
+    assert.deepEqual(
+      listed.map((s) => s.id),
+      [memory.id, disk.id],
+    );
     assert.equal(installation.cli(['exec', id, '--', 'cat', '/workspace/kept.txt']).stdout, 'kept\n', 'the session ran on after its snapshots');
 
     const sessionsBefore = (JSON.parse(installation.cli(['sessions', 'ls', '--json']).stdout) as unknown[]).length;
@@ -176,6 +190,10 @@ describe('snapshots and fork on gVisor', () => {
     }
     installation.cli(['sessions', 'rm', id]);
     assert.match(installation.cli(['sessions', 'fork', id, '--count', '1']).stderr, /INVALID_STATE: cannot fork session .*terminated/);
-    assert.deepEqual(readdirSync(join(installation.dataDir, 'snapshots')).filter((name) => name.startsWith('snap_')), [], 'terminate removed the snapshot bytes');
+    assert.deepEqual(
+      readdirSync(join(installation.dataDir, 'snapshots')).filter((name) => name.startsWith('snap_')),
+      [],
+      'terminate removed the snapshot bytes',
+    );
   });
 });

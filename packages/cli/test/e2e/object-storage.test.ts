@@ -88,7 +88,10 @@ describe('snapshots in object storage: a session suspended on one data dir resum
   const nodes: TestInstallation[] = [];
   const node = async (prefix: string): Promise<TestInstallation> => {
     // A short collection interval: the collector's work shows within the test.
-    const started = await TestInstallation.start({ env: { ...objects.env, AIRLOCK_OBJECTS_COLLECT_SECONDS: '5' }, serveArgs: ['--objects', `s3://airlock-test/${prefix}`] });
+    const started = await TestInstallation.start({
+      env: { ...objects.env, AIRLOCK_OBJECTS_COLLECT_SECONDS: '5' },
+      serveArgs: ['--objects', `s3://airlock-test/${prefix}`],
+    });
     nodes.push(started);
     return started;
   };
@@ -103,12 +106,28 @@ describe('snapshots in object storage: a session suspended on one data dir resum
   it('a bad --objects, a missing bucket or an unreachable endpoint stops serve with a clear error, before the data dir is made', () => {
     const dataDir = `/var/tmp/airlock-objects-refused-${process.pid}`;
     const serve = (objectsUrl: string, env: Record<string, string>) =>
-      spawnSync(process.execPath, [AIRLOCK_BIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--objects', objectsUrl], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+      spawnSync(process.execPath, [AIRLOCK_BIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--objects', objectsUrl], {
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
     const cases: [string, Record<string, string>, RegExp][] = [
-      ['s3://Not_A_Bucket', objects.env, /INVALID_ARGUMENTS: --objects "s3:\/\/Not_A_Bucket": "Not_A_Bucket" is not a valid bucket name .* give s3:\/\/BUCKET or s3:\/\/BUCKET\/PREFIX/],
+      [
+        's3://Not_A_Bucket',
+        objects.env,
+        /INVALID_ARGUMENTS: --objects "s3:\/\/Not_A_Bucket": "Not_A_Bucket" is not a valid bucket name .* give s3:\/\/BUCKET or s3:\/\/BUCKET\/PREFIX/,
+      ],
       ['s3://no-such-bucket', objects.env, /OBJECT_STORAGE_UNAVAILABLE: bucket no-such-bucket does not exist at http:\/\/127\.0\.0\.1:\d+; create it/],
-      ['s3://airlock-test', { ...objects.env, AWS_ENDPOINT_URL: 'http://127.0.0.1:9' }, /OBJECT_STORAGE_UNAVAILABLE: .*cannot reach http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\)/],
-      ['s3://airlock-test', { AWS_ENDPOINT_URL: '', AWS_REGION: '', AWS_DEFAULT_REGION: '' }, /INVALID_ARGUMENTS: object storage needs a region: set AWS_REGION/],
+      [
+        's3://airlock-test',
+        { ...objects.env, AWS_ENDPOINT_URL: 'http://127.0.0.1:9' },
+        /OBJECT_STORAGE_UNAVAILABLE: .*cannot reach http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\)/,
+      ],
+      [
+        's3://airlock-test',
+        { AWS_ENDPOINT_URL: '', AWS_REGION: '', AWS_DEFAULT_REGION: '' },
+        /INVALID_ARGUMENTS: object storage needs a region: set AWS_REGION/,
+      ],
     ];
     for (const [url, env, message] of cases) {
       const result = serve(url, env);
@@ -145,13 +164,17 @@ describe('snapshots in object storage: a session suspended on one data dir resum
     assert.ok(first >= beforeSuspend, `the counter went on from ${beforeSuspend} (read ${first}), it did not start again`);
     await until(() => count(b, id) > first, 'the counter goes on counting on B');
     assert.equal(ok(b.cli(['files', 'read', id, '/workspace/notes.txt']), 'read notes'), 'written on A\n');
-    const resumed = (JSON.parse(ok(b.cli(['audit', id, '--json']), 'audit on B')) as { type: string; data: Record<string, unknown> }[]).find((record) => record.type === 'session.resumed');
+    const resumed = (JSON.parse(ok(b.cli(['audit', id, '--json']), 'audit on B')) as { type: string; data: Record<string, unknown> }[]).find(
+      (record) => record.type === 'session.resumed',
+    );
     const fetched = resumed?.data['fetched'] as { memory: { bytes: number } | null; disk: { bytes: number } | null } | undefined;
     assert.ok(fetched?.memory && fetched.memory.bytes > 0, 'the memory image was fetched from object storage');
     assert.ok(fetched?.disk && fetched.disk.bytes > 0, 'the disk was fetched from object storage');
 
     // A snapshot taken on A forks on B: its files come from the bucket.
-    const branches = ok(b.cli(['sessions', 'fork', id, '--snapshot', snapshot.id, '--count', '2']), 'fork on B').trim().split('\n');
+    const branches = ok(b.cli(['sessions', 'fork', id, '--snapshot', snapshot.id, '--count', '2']), 'fork on B')
+      .trim()
+      .split('\n');
     assert.equal(branches.length, 2);
     for (const branch of branches) {
       assert.equal(ok(b.cli(['files', 'read', branch, '/workspace/notes.txt']), 'read on a branch'), 'written on A\n');
@@ -176,7 +199,9 @@ describe('snapshots in object storage: a session suspended on one data dir resum
     const view = JSON.parse(ok(a.cli(['sessions', 'get', id, '--json']), 'get')) as { state: string; pendingOperation: string | null };
     assert.equal(view.state, 'running');
     assert.equal(view.pendingOperation, null);
-    const failed = (JSON.parse(ok(a.cli(['audit', id, '--json']), 'audit')) as { type: string; data: Record<string, unknown> }[]).filter((record) => record.type === 'session.suspend-failed');
+    const failed = (JSON.parse(ok(a.cli(['audit', id, '--json']), 'audit')) as { type: string; data: Record<string, unknown> }[]).filter(
+      (record) => record.type === 'session.suspend-failed',
+    );
     assert.equal(failed.at(-1)?.data['code'], 'OBJECT_STORAGE_UNAVAILABLE');
     const before = count(a, id);
     await until(() => count(a, id) > before, 'the same counter goes on: the machine was never stopped');
@@ -190,7 +215,18 @@ describe('snapshots in object storage: a session suspended on one data dir resum
     const id = ok(a.cli(['sessions', 'create']), 'create').trim();
     ok(a.cli(['files', 'write', id, '/workspace/notes.txt'], { input: 'first version\n' }), 'write notes');
     // Memory that takes a while to upload, and that changes before the second suspend.
-    ok(a.cli(['exec', id, '--detach', '--', 'python3', '-c', "import os,time\nb=bytearray(os.urandom(160*1024*1024))\nopen('/tmp/ready','w').write('1')\nwhile True:\n  time.sleep(0.2)\n  if os.path.exists('/tmp/churn'): b[:]=os.urandom(len(b)); os.remove('/tmp/churn')"]), 'hold memory');
+    ok(
+      a.cli([
+        'exec',
+        id,
+        '--detach',
+        '--',
+        'python3',
+        '-c',
+        "import os,time\nb=bytearray(os.urandom(160*1024*1024))\nopen('/tmp/ready','w').write('1')\nwhile True:\n  time.sleep(0.2)\n  if os.path.exists('/tmp/churn'): b[:]=os.urandom(len(b)); os.remove('/tmp/churn')",
+      ]),
+      'hold memory',
+    );
     await until(() => a.cli(['exec', id, '--', 'test', '-f', '/tmp/ready']).code === 0, 'the memory is filled', 120);
     ok(a.cli(['sessions', 'suspend', id]), 'first suspend');
     const firstManifests = await objects.keys('killed/snapshots/');
@@ -199,7 +235,10 @@ describe('snapshots in object storage: a session suspended on one data dir resum
     ok(a.cli(['files', 'write', id, '/workspace/notes.txt'], { input: 'second version\n' }), 'change the disk (resumes the machine)');
     ok(a.cli(['exec', id, '--', 'sh', '-c', 'touch /tmp/churn; while [ -e /tmp/churn ]; do sleep 0.1; done']), 'change the memory');
     const secondSuspend = a.cliAsync(['sessions', 'suspend', id]);
-    await until(async () => (await objects.keys('killed/chunks/')).filter((key) => !firstChunks.has(key)).length >= 5 || undefined, 'the second upload is under way');
+    await until(
+      async () => (await objects.keys('killed/chunks/')).filter((key) => !firstChunks.has(key)).length >= 5 || undefined,
+      'the second upload is under way',
+    );
     await a.crashServer();
     await secondSuspend;
     assert.deepEqual(await objects.keys('killed/snapshots/'), firstManifests, 'the interrupted upload wrote no manifest');
@@ -215,12 +254,16 @@ describe('snapshots in object storage: a session suspended on one data dir resum
 
     // A restarts: its intent is swept, and the chunks no manifest names go.
     await a.startServer();
-    await until(async () => {
-      const manifests = await objects.keys('killed/snapshots/');
-      const chunks = await objects.keys('killed/chunks/');
-      const uploads = await objects.keys('killed/uploads/');
-      return manifests.length > 0 && uploads.length === 0 && chunks.length > 0 && (await everyChunkNamed(manifests, chunks)) ? true : undefined;
-    }, 'only chunks named by a manifest remain', 120);
+    await until(
+      async () => {
+        const manifests = await objects.keys('killed/snapshots/');
+        const chunks = await objects.keys('killed/chunks/');
+        const uploads = await objects.keys('killed/uploads/');
+        return manifests.length > 0 && uploads.length === 0 && chunks.length > 0 && (await everyChunkNamed(manifests, chunks)) ? true : undefined;
+      },
+      'only chunks named by a manifest remain',
+      120,
+    );
   });
 
   /** True when every chunk key is named by one of the manifests (read through the bucket). */

@@ -65,7 +65,11 @@ describe('a session on gVisor persists across suspend, a server crash and resume
     assert.equal(written.code, 0, written.stderr);
     const started = installation.cli(['exec', id, '--', 'sh', '-c', 'nohup python3 /workspace/counter.py >/dev/null 2>&1 &']);
     assert.equal(started.code, 0, started.stderr);
-    await eventually(() => countOrZero(installation, id), (count) => count > 5, 'the counter to run');
+    await eventually(
+      () => countOrZero(installation, id),
+      (count) => count > 5,
+      'the counter to run',
+    );
     installation.cli(['files', 'write', id, '/workspace/notes.txt'], { input: 'written before suspend\n' });
     const beforeSuspend = readCount(installation, id);
     assert.ok(beforeSuspend > 5, `counter should be running, got ${beforeSuspend}`);
@@ -75,7 +79,13 @@ describe('a session on gVisor persists across suspend, a server crash and resume
     const suspendedView = JSON.parse(suspended.stdout) as { state: string; sandboxId: string | null };
     assert.equal(suspendedView.state, 'suspended');
     assert.equal(suspendedView.sandboxId, null);
-    assert.deepEqual(hostProcessesMatching(id), [], 'a suspended session holds no sandbox process on the host');
+    // The old sandbox is torn down in the background once the image is recorded: it goes within seconds.
+    await eventually(
+      () => hostProcessesMatching(id),
+      (left) => left.length === 0,
+      'a suspended session to hold no sandbox process on the host',
+      20_000,
+    );
     const atSuspend = readCountFromDisk(installation, id);
 
     await installation.crashServer();
@@ -85,7 +95,11 @@ describe('a session on gVisor persists across suspend, a server crash and resume
     assert.equal(afterRestart.state, 'suspended');
     const resumed = installation.cli(['sessions', 'resume', id, '--json']);
     assert.equal(resumed.code, 0, resumed.stderr);
-    await eventually(() => readCount(installation, id), (count) => count > atSuspend, 'the counter to go on after the resume');
+    await eventually(
+      () => readCount(installation, id),
+      (count) => count > atSuspend,
+      'the counter to go on after the resume',
+    );
     const afterResume = readCount(installation, id);
     assert.ok(afterResume > atSuspend, `the counter continued from ${atSuspend} (got ${afterResume}), not restarted`);
     assert.ok(afterResume >= beforeSuspend);
@@ -100,7 +114,8 @@ describe('a session on gVisor persists across suspend, a server crash and resume
     assert.deepEqual(hostProcessesMatching(id), []);
     const history = installation.cli(['audit', id, '--json']);
     const types = (JSON.parse(history.stdout) as { type: string }[]).map((record) => record.type);
-    for (const type of ['session.created', 'session.started', 'session.suspended', 'session.resumed', 'session.terminated']) assert.ok(types.includes(type), `history has ${type}`);
+    for (const type of ['session.created', 'session.started', 'session.suspended', 'session.resumed', 'session.terminated'])
+      assert.ok(types.includes(type), `history has ${type}`);
     assert.equal(installation.cli(['exec', id, '--', 'true']).code, 1, 'exec on a terminated session is refused');
   });
 
@@ -160,7 +175,11 @@ describe('a session on gVisor persists across suspend, a server crash and resume
     });
     assert.equal(malformed.status, 400);
     assert.equal(((await malformed.json()) as { error: { code: string } }).error.code, 'INVALID_REQUEST');
-    const oversized = await postRaw(`${installation.url}/v1/sessions/${id}/tools/files.write`, installation.token, JSON.stringify({ path: '/workspace/big', content: 'x'.repeat(40 * 1024 * 1024) }));
+    const oversized = await postRaw(
+      `${installation.url}/v1/sessions/${id}/tools/files.write`,
+      installation.token,
+      JSON.stringify({ path: '/workspace/big', content: 'x'.repeat(40 * 1024 * 1024) }),
+    );
     assert.equal(oversized.status, 413);
     assert.equal(JSON.parse(oversized.body).error.code, 'PAYLOAD_TOO_LARGE');
     const badArgs = await fetch(`${installation.url}/v1/sessions/${id}/exec`, {
@@ -194,18 +213,22 @@ function readCountFromDisk(installation: TestInstallation, id: string): number {
 function postRaw(url: string, token: string, body: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     let settled = false;
-    const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      const done = () => {
-        if (settled) return;
-        settled = true;
-        resolve({ status: res.statusCode ?? 0, body: text });
-      };
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', done);
-      res.on('close', done);
-      res.on('error', done);
-    });
+    const req = request(
+      url,
+      { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        const done = () => {
+          if (settled) return;
+          settled = true;
+          resolve({ status: res.statusCode ?? 0, body: text });
+        };
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', done);
+        res.on('close', done);
+        res.on('error', done);
+      },
+    );
     req.on('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'EPIPE' || error.code === 'ECONNRESET') {
         // the answer may already be on its way; give it a moment

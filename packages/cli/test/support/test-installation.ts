@@ -14,6 +14,13 @@ import { createTestDatabase, defaultTestStore, runOnDatabase, type TestDatabase 
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The `airlock` executable of this checkout. */
+/**
+ * Test servers keep no warm machines unless a test asks (`serveArgs: ['--warm-pool', 'N']`, which comes later
+ * and wins): a pool's background starts would compete with the test for the host's two cores, and its machines
+ * would show in the tests that count sandboxes. The warm pool's own suite runs with one.
+ */
+const WARM_POOL_OFF = ['--warm-pool', '0'];
+
 export const AIRLOCK_BIN = resolve(here, '../../../bin/airlock.js');
 /** Images shared by every test installation on this machine. */
 export const TEST_IMAGES_DIR = process.env['AIRLOCK_TEST_IMAGES_DIR'] ?? '/var/tmp/airlock-test/images';
@@ -174,7 +181,16 @@ export class TestInstallation {
   /** (Re)starts the server process on the same data dir and waits until it answers. */
   async startServer(): Promise<void> {
     this.log = '';
-    const args = ['serve', '--data-dir', this.dataDir, '--listen', `127.0.0.1:${this.port}`, ...(this.storeUrl ? ['--store', this.storeUrl] : []), ...this.serveArgs];
+    const args = [
+      'serve',
+      '--data-dir',
+      this.dataDir,
+      '--listen',
+      `127.0.0.1:${this.port}`,
+      ...(this.storeUrl ? ['--store', this.storeUrl] : []),
+      ...WARM_POOL_OFF,
+      ...this.serveArgs,
+    ];
     const child = spawn(process.execPath, [AIRLOCK_BIN, ...args], {
       env: this.env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -4,6 +4,7 @@ import type { SessionPorts } from '../core/session-ports.js';
 import type { SessionResizer } from '../core/session-resizer.js';
 import type { ToolPipeline } from '../core/tool-pipeline.js';
 import type { SnapshotService } from '../core/snapshot-service.js';
+import type { WarmPool } from '../core/warm-pool.js';
 import type { ForkService } from '../core/fork-service.js';
 import type { ApprovalService } from '../core/approval-service.js';
 import type { DesktopTools } from '../core/desktop-tools.js';
@@ -32,6 +33,8 @@ export interface AirlockServices {
   snapshots: SnapshotService;
   /** fork of sessions and snapshots into branches */
   forks: ForkService;
+  /** machines kept warm for new sessions */
+  pool: WarmPool;
   pipeline: ToolPipeline;
   approvals: ApprovalService;
   /** screenshots, actions, the live view and takeovers of desktop sessions */

@@ -33,7 +33,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
   const responseSchemas = Object.fromEntries(Object.entries(RESPONSE_SCHEMAS).map(([name, schema]) => [name, jsonSchemaOf(schema)]));
   return {
     openapi: '3.1.0',
-    info: { title: 'Airlock API', version, description: 'Sessions on isolated machines; every tool call authorized, held for approval where required, and audited.' },
+    info: {
+      title: 'Airlock API',
+      version,
+      description: 'Sessions on isolated machines; every tool call authorized, held for approval where required, and audited.',
+    },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
@@ -69,9 +73,16 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/openapi.json': { get: op('this document', { security: [] }) },
       '/v1/sessions': {
         get: op('list sessions', {}, 'SessionList'),
-        post: op('create a session and start its machine', { requestBody: json(ref('CreateSession')), responses: { '201': { description: 'created', ...json(ref('Session')) }, '4XX': errorResponse, '5XX': errorResponse } }),
+        post: op('create a session and start its machine', {
+          requestBody: json(ref('CreateSession')),
+          responses: { '201': { description: 'created', ...json(ref('Session')) }, '4XX': errorResponse, '5XX': errorResponse },
+        }),
       },
-      '/v1/sessions/{id}': { parameters: [idParam], get: op('get a session with its meters', {}, 'Session'), delete: op('terminate: destroy machine, disk and memory images', {}, 'Session') },
+      '/v1/sessions/{id}': {
+        parameters: [idParam],
+        get: op('get a session with its meters', {}, 'Session'),
+        delete: op('terminate: destroy machine, disk and memory images', {}, 'Session'),
+      },
       '/v1/sessions/{id}/suspend': { parameters: [idParam], post: op('checkpoint memory and processes, stop the machine', {}, 'Session') },
       '/v1/sessions/{id}/resume': { parameters: [idParam], post: op('restore the machine where it stopped', {}, 'Session') },
       '/v1/sessions/{id}/restart': {
@@ -82,15 +93,30 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/sessions/{id}/guard/reset': { parameters: [idParam], post: op('reset the runaway breaker', {}, 'Session') },
       '/v1/sessions/{id}/audit': {
         parameters: [idParam],
-        get: op('audit records of the session (afterSeq and limit page through them; tail=N gives the last N)', {
-          parameters: [{ name: 'afterSeq', in: 'query', schema: { type: 'integer' } }, { name: 'limit', in: 'query', schema: { type: 'integer' } }, { name: 'tail', in: 'query', schema: { type: 'integer' } }],
-        }, 'AuditLog'),
+        get: op(
+          'audit records of the session (afterSeq and limit page through them; tail=N gives the last N)',
+          {
+            parameters: [
+              { name: 'afterSeq', in: 'query', schema: { type: 'integer' } },
+              { name: 'limit', in: 'query', schema: { type: 'integer' } },
+              { name: 'tail', in: 'query', schema: { type: 'integer' } },
+            ],
+          },
+          'AuditLog',
+        ),
       },
-      '/v1/sessions/{id}/audit/verify': { parameters: [idParam], get: op('verify the hash chain against the audit key and the heads kept outside the database', {}, 'AuditVerification') },
+      '/v1/sessions/{id}/audit/verify': {
+        parameters: [idParam],
+        get: op('verify the hash chain against the audit key and the heads kept outside the database', {}, 'AuditVerification'),
+      },
       '/v1/sessions/{id}/audit/export': {
         parameters: [idParam],
         get: op('every audit record, then the chain head signed with the audit key, as JSON lines ({kind: record|head, ...})', {
-          responses: { '200': { description: 'JSON lines', content: { 'application/x-ndjson': { schema: { type: 'string' } } } }, '4XX': errorResponse, '5XX': errorResponse },
+          responses: {
+            '200': { description: 'JSON lines', content: { 'application/x-ndjson': { schema: { type: 'string' } } } },
+            '4XX': errorResponse,
+            '5XX': errorResponse,
+          },
         }),
       },
       '/v1/sessions/{id}/exec': {
@@ -102,25 +128,45 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/sessions/{id}/tools/{tool}': {
         parameters: [idParam, { name: 'tool', in: 'path', required: true, schema: { type: 'string', enum: Object.keys(TOOL_SCHEMAS) } }],
-        post: op('run any tool through the airlock', { responses: { '200': { description: 'completed', ...json(ref('ToolCallOutcome')) }, '202': { description: 'held for approval', ...json(ref('ToolCallOutcome')) }, '4XX': errorResponse, '5XX': errorResponse } }),
+        post: op('run any tool through the airlock', {
+          responses: {
+            '200': { description: 'completed', ...json(ref('ToolCallOutcome')) },
+            '202': { description: 'held for approval', ...json(ref('ToolCallOutcome')) },
+            '4XX': errorResponse,
+            '5XX': errorResponse,
+          },
+        }),
       },
       '/v1/sessions/{id}/resize': {
         parameters: [idParam],
-        post: op('change the CPU and memory limits of the running machine in place, up to the contract ceiling (default 4× the start)', {
-          requestBody: json({ type: 'object', additionalProperties: false, properties: { cpus: { type: 'number' }, memoryMb: { type: 'integer' } } }),
-        }, 'Session'),
+        post: op(
+          'change the CPU and memory limits of the running machine in place, up to the contract ceiling (default 4× the start)',
+          {
+            requestBody: json({ type: 'object', additionalProperties: false, properties: { cpus: { type: 'number' }, memoryMb: { type: 'integer' } } }),
+          },
+          'Session',
+        ),
       },
       '/v1/sessions/{id}/keep-awake': {
         parameters: [idParam],
-        post: op('keep the machine from pausing or suspending when idle (false lets it sleep again)', {
-          requestBody: json({ type: 'object', required: ['keepAwake'], additionalProperties: false, properties: { keepAwake: { type: 'boolean' } } }),
-        }, 'Session'),
+        post: op(
+          'keep the machine from pausing or suspending when idle (false lets it sleep again)',
+          {
+            requestBody: json({ type: 'object', required: ['keepAwake'], additionalProperties: false, properties: { keepAwake: { type: 'boolean' } } }),
+          },
+          'Session',
+        ),
       },
       '/v1/sessions/{id}/ports': {
         parameters: [idParam],
         get: op('list exposed ports', {}, 'ExposedPortList'),
         post: op('expose a port of the machine through the server', {
-          requestBody: json({ type: 'object', required: ['port'], additionalProperties: false, properties: { port: { type: 'integer', minimum: 1, maximum: 65535 } } }),
+          requestBody: json({
+            type: 'object',
+            required: ['port'],
+            additionalProperties: false,
+            properties: { port: { type: 'integer', minimum: 1, maximum: 65535 } },
+          }),
           responses: { '201': { description: 'exposed', ...json(ref('ExposedPort')) }, '4XX': errorResponse, '5XX': errorResponse },
         }),
       },
@@ -129,7 +175,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
         delete: op('stop exposing a port'),
       },
       '/v1/sessions/{id}/ports/{port}/{path}': {
-        parameters: [idParam, { name: 'port', in: 'path', required: true, schema: { type: 'integer' } }, { name: 'path', in: 'path', required: true, schema: { type: 'string' } }],
+        parameters: [
+          idParam,
+          { name: 'port', in: 'path', required: true, schema: { type: 'integer' } },
+          { name: 'path', in: 'path', required: true, schema: { type: 'string' } },
+        ],
         get: op('HTTP proxied to the exposed port inside the machine (any method; wakes a sleeping machine; 502 PORT_UNREACHABLE when nothing listens)'),
       },
       '/v1/sessions/{id}/desktop': {
@@ -139,19 +189,29 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/sessions/{id}/desktop/screenshot': {
         parameters: [idParam],
         post: op('the screen as PNG, through the airlock (tool desktop.screenshot); 202 with the approval when held', {
-          responses: { '200': { description: 'the screen', content: { 'image/png': { schema: { type: 'string', format: 'binary' } } } }, '202': { description: 'held for approval', ...json(ref('ToolCallOutcome')) }, '4XX': errorResponse, '5XX': errorResponse },
+          responses: {
+            '200': { description: 'the screen', content: { 'image/png': { schema: { type: 'string', format: 'binary' } } } },
+            '202': { description: 'held for approval', ...json(ref('ToolCallOutcome')) },
+            '4XX': errorResponse,
+            '5XX': errorResponse,
+          },
         }),
       },
       '/v1/sessions/{id}/desktop/actions': {
         parameters: [idParam],
         post: op('one mouse or keyboard action, through the airlock (tool desktop.act)', {
           requestBody: json(ref('desktop_act_arguments')),
-          responses: { '200': { description: 'completed', ...json(ref('ToolCallOutcome')) }, '202': { description: 'held for approval', ...json(ref('ToolCallOutcome')) }, '4XX': errorResponse, '5XX': errorResponse },
+          responses: {
+            '200': { description: 'completed', ...json(ref('ToolCallOutcome')) },
+            '202': { description: 'held for approval', ...json(ref('ToolCallOutcome')) },
+            '4XX': errorResponse,
+            '5XX': errorResponse,
+          },
         }),
       },
       '/v1/sessions/{id}/desktop/thumbnails/{name}': {
         parameters: [idParam, { name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
-        get: op('a kept screen thumbnail (PNG): a desktop call\'s, named by its call id, or a takeover frame'),
+        get: op("a kept screen thumbnail (PNG): a desktop call's, named by its call id, or a takeover frame"),
       },
       '/v1/sessions/{id}/desktop/takeover': {
         parameters: [idParam],
@@ -163,13 +223,19 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/sessions/{id}/desktop/takeovers/{takeoverId}': {
         parameters: [idParam, { name: 'takeoverId', in: 'path', required: true, schema: { type: 'string' } }],
-        get: op('a takeover\'s recording: frames (thumbnail names) and input events'),
+        get: op("a takeover's recording: frames (thumbnail names) and input events"),
       },
       '/v1/sessions/{id}/desktop/vnc': {
         parameters: [idParam, { name: 'takeover', in: 'query', schema: { type: 'string' } }],
-        get: op('WebSocket: the display\'s VNC stream (RFB 3.8, security None), view-only unless ?takeover= names the takeover in progress'),
+        get: op("WebSocket: the display's VNC stream (RFB 3.8, security None), view-only unless ?takeover= names the takeover in progress"),
       },
-      '/v1/tenants/{tenant}/usage': { parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }], get: op('meters summed over the sessions of a tenant') },
+      '/v1/tenants/{tenant}/usage': {
+        parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }],
+        get: op('meters summed over the sessions of a tenant'),
+      },
+      '/v1/warm-pool': {
+        get: op("this server's warm pools: machines kept ready per class of session, claims and misses (`airlock serve --warm-pool N`)", {}, 'WarmPool'),
+      },
       '/v1/nodes': { get: op('the nodes sharing the store: address, state (active, draining, left, lost), sessions held, last heartbeat', {}, 'NodeList') },
       '/v1/nodes/{id}/drain': {
         parameters: [idParam],
@@ -187,7 +253,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
             type: 'object',
             additionalProperties: false,
             required: ['tenant'],
-            properties: { tenant: { type: 'string' }, role: { type: 'string', enum: ['admin', 'operator', 'approver', 'agent'] }, name: { type: 'string', maxLength: 200 } },
+            properties: {
+              tenant: { type: 'string' },
+              role: { type: 'string', enum: ['admin', 'operator', 'approver', 'agent'] },
+              name: { type: 'string', maxLength: 200 },
+            },
           }),
           responses: { '201': { description: 'created: {id, token, tenant, role, name, createdAt}' }, '4XX': errorResponse, '5XX': errorResponse },
         }),
@@ -202,7 +272,9 @@ export function openApiDocument(version: string): Record<string, unknown> {
             type: 'object',
             additionalProperties: false,
             properties: {
-              ...Object.fromEntries(['maxSessions', 'maxConcurrentCalls', 'maxForkBranches', 'maxForkDepth'].map((key) => [key, { type: ['integer', 'null'], minimum: 0 }])),
+              ...Object.fromEntries(
+                ['maxSessions', 'maxConcurrentCalls', 'maxForkBranches', 'maxForkDepth'].map((key) => [key, { type: ['integer', 'null'], minimum: 0 }]),
+              ),
               images: { type: ['array', 'null'], items: { type: 'string' }, description: 'the images its sessions may use; null: every image' },
             },
           }),
@@ -218,7 +290,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
             required: ['value'],
             properties: {
               value: { type: 'string', minLength: 1 },
-              tenants: { type: ['array', 'null'], items: { type: 'string' }, description: 'the tenants whose sessions may use it; null or absent on a new secret: every tenant; absent on a replaced one: unchanged' },
+              tenants: {
+                type: ['array', 'null'],
+                items: { type: 'string' },
+                description: 'the tenants whose sessions may use it; null or absent on a new secret: every tenant; absent on a replaced one: unchanged',
+              },
             },
           }),
         }),
@@ -227,38 +303,55 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/sessions/{id}/contract': {
         parameters: [idParam],
         get: op('the contract the session runs under, with its version', {}, 'SessionContract'),
-        patch: op("replace a running session's network lists: a new contract version, audited as contract.updated, applied to the gateway at once. filesystem lists cannot change (the machine's mounts enforce them): a different one is refused with INVALID_STATE", {
-          requestBody: json({
-            type: 'object',
-            additionalProperties: false,
-            minProperties: 1,
-            properties: {
-              network: { type: 'object', properties: { allowedDomains: { type: 'array', items: { type: 'string' } }, deniedDomains: { type: 'array', items: { type: 'string' } } } },
-              filesystem: { type: 'object', description: 'must equal the session\'s lists: readOnly, denyRead, denyWrite, allowWrite' },
-            },
-          }),
-        }),
+        patch: op(
+          "replace a running session's network lists: a new contract version, audited as contract.updated, applied to the gateway at once. filesystem lists cannot change (the machine's mounts enforce them): a different one is refused with INVALID_STATE",
+          {
+            requestBody: json({
+              type: 'object',
+              additionalProperties: false,
+              minProperties: 1,
+              properties: {
+                network: {
+                  type: 'object',
+                  properties: { allowedDomains: { type: 'array', items: { type: 'string' } }, deniedDomains: { type: 'array', items: { type: 'string' } } },
+                },
+                filesystem: { type: 'object', description: "must equal the session's lists: readOnly, denyRead, denyWrite, allowWrite" },
+              },
+            }),
+          },
+        ),
       },
       '/v1/login': {
-        post: op('console login: exchanges the API token for an HttpOnly, SameSite=Strict login cookie and the CSRF token to send as X-Airlock-CSRF', {
-          security: [],
-          requestBody: json({ type: 'object', required: ['token'], additionalProperties: false, properties: { token: { type: 'string', minLength: 1 } } }),
-        }, 'Login'),
+        post: op(
+          'console login: exchanges the API token for an HttpOnly, SameSite=Strict login cookie and the CSRF token to send as X-Airlock-CSRF',
+          {
+            security: [],
+            requestBody: json({ type: 'object', required: ['token'], additionalProperties: false, properties: { token: { type: 'string', minLength: 1 } } }),
+          },
+          'Login',
+        ),
       },
       '/v1/logout': { post: op('end the console login of the cookie and clear the cookie', { security: [] }) },
-      '/v1/whoami': { get: op('the identity of the caller (bearer token or console login), with the login\'s CSRF token', {}, 'Login') },
+      '/v1/whoami': { get: op("the identity of the caller (bearer token or console login), with the login's CSRF token", {}, 'Login') },
       '/v1/events': {
-        get: op('server-sent events: session.changed (session view), approval.changed (approval), audit.appended (records, with sessionId only), stream.ready, stream.resync; heartbeat comments every 15 s', {
-          parameters: [{ name: 'sessionId', in: 'query', schema: { type: 'string' } }],
-        }),
+        get: op(
+          'server-sent events: session.changed (session view), approval.changed (approval), audit.appended (records, with sessionId only), stream.ready, stream.resync; heartbeat comments every 15 s',
+          {
+            parameters: [{ name: 'sessionId', in: 'query', schema: { type: 'string' } }],
+          },
+        ),
       },
       '/v1/sessions/{id}/terminal': {
         parameters: [idParam, { name: 'client', in: 'query', schema: { type: 'string' } }],
-        get: op('takeover terminal: WebSocket (subprotocol airlock.terminal.v1) to a shell on a PTY in the machine; the session\'s tool calls wait (reason TAKEOVER) until the socket closes; recorded (asciicast v2). A plain GET says whether it is available (409 no machine, 501 NOT_AVAILABLE driver without PTYs)'),
+        get: op(
+          "takeover terminal: WebSocket (subprotocol airlock.terminal.v1) to a shell on a PTY in the machine; the session's tool calls wait (reason TAKEOVER) until the socket closes; recorded (asciicast v2). A plain GET says whether it is available (409 no machine, 501 NOT_AVAILABLE driver without PTYs)",
+        ),
       },
       '/v1/sessions/{id}/terminal/recordings/{takeoverId}': {
         parameters: [idParam, { name: 'takeoverId', in: 'path', required: true, schema: { type: 'string' } }],
-        get: op('the asciicast v2 recording of a terminal takeover (application/x-asciicast), as linked from its takeover.started / takeover.ended audit records'),
+        get: op(
+          'the asciicast v2 recording of a terminal takeover (application/x-asciicast), as linked from its takeover.started / takeover.ended audit records',
+        ),
       },
       '/v1/images': { get: op('list images', {}, 'ImageList') },
       '/v1/images/{name}': { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }], get: op('get an image', {}, 'Image') },
@@ -271,26 +364,44 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/sessions/{id}/fork': {
         parameters: [idParam],
-        post: op('fork into count branches (from the session now, or from snapshotId); each branch is a new session or {index, sessionId, error}; in a cluster, branches go to the nodes with the most free capacity', {
-          requestBody: json({
-            type: 'object',
-            required: ['count'],
-            additionalProperties: false,
-            properties: {
-              count: { type: 'integer', minimum: 1 },
-              snapshotId: { type: 'string' },
-              firstBranchIndex: { type: 'integer', minimum: 0, description: "lineage index of the first branch: set by a node asking another for its share of a fork" },
-            },
-          }),
-          responses: { '201': { description: 'forked', ...json(ref('ForkResult')) }, '4XX': errorResponse, '5XX': errorResponse },
-        }),
+        post: op(
+          'fork into count branches (from the session now, or from snapshotId); each branch is a new session or {index, sessionId, error}; in a cluster, branches go to the nodes with the most free capacity',
+          {
+            requestBody: json({
+              type: 'object',
+              required: ['count'],
+              additionalProperties: false,
+              properties: {
+                count: { type: 'integer', minimum: 1 },
+                snapshotId: { type: 'string' },
+                firstBranchIndex: {
+                  type: 'integer',
+                  minimum: 0,
+                  description: 'lineage index of the first branch: set by a node asking another for its share of a fork',
+                },
+              },
+            }),
+            responses: { '201': { description: 'forked', ...json(ref('ForkResult')) }, '4XX': errorResponse, '5XX': errorResponse },
+          },
+        ),
       },
       '/v1/snapshots': {
-        get: op('list snapshots (sessionId to filter; all=true includes deleted ones)', {
-          parameters: [{ name: 'sessionId', in: 'query', schema: { type: 'string' } }, { name: 'all', in: 'query', schema: { type: 'boolean' } }],
-        }, 'SnapshotList'),
+        get: op(
+          'list snapshots (sessionId to filter; all=true includes deleted ones)',
+          {
+            parameters: [
+              { name: 'sessionId', in: 'query', schema: { type: 'string' } },
+              { name: 'all', in: 'query', schema: { type: 'boolean' } },
+            ],
+          },
+          'SnapshotList',
+        ),
       },
-      '/v1/snapshots/{id}': { parameters: [idParam], get: op('get a snapshot', {}, 'Snapshot'), delete: op("delete a snapshot's bytes (the record stays)", {}, 'Snapshot') },
+      '/v1/snapshots/{id}': {
+        parameters: [idParam],
+        get: op('get a snapshot', {}, 'Snapshot'),
+        delete: op("delete a snapshot's bytes (the record stays)", {}, 'Snapshot'),
+      },
     },
   };
 }

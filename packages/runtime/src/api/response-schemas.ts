@@ -43,37 +43,39 @@ const idlePolicy = z.object({ pauseAfterSeconds: z.number(), suspendAfterSeconds
 
 const exposedPort = z.object({ port: z.number(), path: z.string(), url: z.string() });
 
-const session = z.object({
-  id: z.string(),
-  state: z.enum(['creating', 'running', 'paused', 'suspended', 'degraded', 'terminated', 'failed']),
-  /** the node that holds the session's lease: runs its machine, keeps its disk */
-  node: z.string(),
-  mode: z.enum(['machine', 'per-call']),
-  /** the sandbox driver of the session's machines: gvisor or microvm */
-  sandbox: z.string(),
-  pendingOperation: z.string().nullable(),
-  image: z.object({ name: z.string(), digest: z.string() }),
-  tenant: z.string(),
-  principal: z.string(),
-  contractVersion: z.number(),
-  resources: z.object({ cpus: z.number(), memoryMb: z.number(), diskMb: z.number(), maxProcesses: z.number() }).catchall(z.unknown()),
-  sandboxId: z.string().nullable(),
-  snapshotId: z.string().nullable(),
-  lineage: z.object({ parentSessionId: z.string(), snapshotId: z.string(), branchIndex: z.number() }).nullable(),
-  /** NODE_LOST: the machine died with its node; lastSnapshotId/lastSnapshotAt name the snapshot to continue from */
-  failure: z.object({ code: z.string(), message: z.string(), lastSnapshotId: z.string().optional(), lastSnapshotAt: z.string().optional() }).nullable(),
-  guard: z.object({ tripped: z.object({ callKey: z.string(), at: z.string(), count: z.number() }).nullable() }),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-  stateSince: z.string(),
-  lastActivityAt: z.string(),
-  meters,
-  /** when an idle machine pauses and suspends; null for per-call sessions */
-  idle: idlePolicy.nullable().optional(),
-  exposedPorts: z.array(z.number()).optional(),
-  /** the tools the session's contract allows; a call of any other is denied */
-  tools: z.array(z.string()),
-}).catchall(z.unknown());
+const session = z
+  .object({
+    id: z.string(),
+    state: z.enum(['creating', 'running', 'paused', 'suspended', 'degraded', 'terminated', 'failed']),
+    /** the node that holds the session's lease: runs its machine, keeps its disk */
+    node: z.string(),
+    mode: z.enum(['machine', 'per-call']),
+    /** the sandbox driver of the session's machines: gvisor or microvm */
+    sandbox: z.string(),
+    pendingOperation: z.string().nullable(),
+    image: z.object({ name: z.string(), digest: z.string() }),
+    tenant: z.string(),
+    principal: z.string(),
+    contractVersion: z.number(),
+    resources: z.object({ cpus: z.number(), memoryMb: z.number(), diskMb: z.number(), maxProcesses: z.number() }).catchall(z.unknown()),
+    sandboxId: z.string().nullable(),
+    snapshotId: z.string().nullable(),
+    lineage: z.object({ parentSessionId: z.string(), snapshotId: z.string(), branchIndex: z.number() }).nullable(),
+    /** NODE_LOST: the machine died with its node; lastSnapshotId/lastSnapshotAt name the snapshot to continue from */
+    failure: z.object({ code: z.string(), message: z.string(), lastSnapshotId: z.string().optional(), lastSnapshotAt: z.string().optional() }).nullable(),
+    guard: z.object({ tripped: z.object({ callKey: z.string(), at: z.string(), count: z.number() }).nullable() }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    stateSince: z.string(),
+    lastActivityAt: z.string(),
+    meters,
+    /** when an idle machine pauses and suspends; null for per-call sessions */
+    idle: idlePolicy.nullable().optional(),
+    exposedPorts: z.array(z.number()).optional(),
+    /** the tools the session's contract allows; a call of any other is denied */
+    tools: z.array(z.string()),
+  })
+  .catchall(z.unknown());
 
 const toolCall = z.object({ id: z.string(), sessionId: z.string(), tool: z.string(), arguments: z.record(z.string(), z.unknown()), receivedAt: z.string() });
 
@@ -124,15 +126,17 @@ const fileInfo = z.object({
   target: z.string().optional(),
 });
 
-const image = z.object({
-  name: z.string(),
-  digest: z.string(),
-  rootfsDir: z.string(),
-  source: z.enum(['debootstrap', 'oci-archive']),
-  sizeBytes: z.number(),
-  createdAt: z.string(),
-  env: z.record(z.string(), z.string()),
-}).catchall(z.unknown());
+const image = z
+  .object({
+    name: z.string(),
+    digest: z.string(),
+    rootfsDir: z.string(),
+    source: z.enum(['debootstrap', 'oci-archive']),
+    sizeBytes: z.number(),
+    createdAt: z.string(),
+    env: z.record(z.string(), z.string()),
+  })
+  .catchall(z.unknown());
 
 const snapshot = z.object({
   id: z.string(),
@@ -163,6 +167,27 @@ const node = z.object({
   heartbeatAt: z.string(),
 });
 
+const resources = z.object({ cpus: z.number(), memoryMb: z.number(), diskMb: z.number(), maxProcesses: z.number() });
+
+const warmPool = z.object({
+  /** machines kept ready per class (`--warm-pool`); 0: pools are off */
+  size: z.number(),
+  classes: z.array(
+    z.object({
+      driver: z.string(),
+      imageName: z.string(),
+      resources,
+      ready: z.number(),
+      starting: z.number(),
+      /** creates served from this class's pool since the server started */
+      claims: z.number(),
+      /** creates of this class that found no machine ready (they started cold) */
+      misses: z.number(),
+    }),
+  ),
+  lastFailure: z.object({ code: z.string(), message: z.string(), at: z.string() }).optional(),
+});
+
 const forkBranchFailure = z.object({ index: z.number(), sessionId: z.string().nullable(), error: errorValue });
 
 /** Named response schemas, as they appear under components.schemas. */
@@ -188,11 +213,18 @@ export const RESPONSE_SCHEMAS = {
   ForkResult: z.object({ snapshot, branches: z.array(z.union([session, forkBranchFailure])) }),
   Node: node,
   NodeList: z.array(node),
+  WarmPool: warmPool,
   ExposedPort: exposedPort,
   ExposedPortList: z.object({ sessionId: z.string(), ports: z.array(exposedPort) }),
   SessionContract: z.object({ sessionId: z.string(), version: z.number(), contract: z.record(z.string(), z.unknown()) }),
   Login: z.object({
-    identity: z.object({ kind: z.enum(['token', 'console']), tokenId: z.string(), tenant: z.string(), role: z.enum(['admin', 'operator', 'approver', 'agent']), name: z.string() }),
+    identity: z.object({
+      kind: z.enum(['token', 'console']),
+      tokenId: z.string(),
+      tenant: z.string(),
+      role: z.enum(['admin', 'operator', 'approver', 'agent']),
+      name: z.string(),
+    }),
     csrfToken: z.string().nullable(),
     expiresAt: z.string().nullable(),
   }),

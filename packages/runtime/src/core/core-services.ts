@@ -31,6 +31,8 @@ import { ToolExecutor } from './tool-executor.js';
 import { ToolPipeline, type CommandAnalysis } from './tool-pipeline.js';
 import type { Tracer } from './tracer.js';
 import { UsageMeter } from './usage-meter.js';
+import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
+import { SandboxTeardowns } from './sandbox-teardowns.js';
 import { DesktopTools } from './desktop-tools.js';
 import { DesktopTakeovers } from './desktop-takeovers.js';
 import type { ThumbnailStore } from './screen-thumbnails.js';
@@ -69,6 +71,8 @@ export interface CorePorts {
   takeoverFrameIntervalMs?: number;
   /** told about background work that failed (samples, approved calls) */
   onError?: (what: string, error: unknown) => void;
+  /** machines kept warm per class (`--warm-pool`); absent or size 0: every machine starts cold */
+  warmPool?: Pick<WarmPoolOptions, 'size' | 'defaultClass' | 'classIdleMs' | 'maxClasses' | 'retryMs'>;
 }
 
 /** The core's services. */
@@ -91,6 +95,10 @@ export interface CoreServices {
   terminals: TerminalTakeovers;
   ports: SessionPorts;
   resizer: SessionResizer;
+  /** warm machines new sessions claim; `start()` it once the reconciler has run */
+  pool: WarmPool;
+  /** sandboxes being destroyed in the background (old machines of suspended sessions) */
+  teardowns: SandboxTeardowns;
 }
 
 /** Builds the core's services over `ports`. */
@@ -104,6 +112,7 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
   const hooks = new LifecycleHooks({ drivers, store, audit });
   const specs = new SandboxSpecs({ drivers, disks, images, layout: ports.layout, networks: ports.networks });
   const disposal = new SnapshotDisposal({ store, audit, artifacts, clock: lineageClock });
+  const teardowns = new SandboxTeardowns((what, error) => ports.onError?.(what, error));
   const hibernation = new MachineHibernation({
     store,
     records,
@@ -117,8 +126,24 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     networks: ports.networks,
     hooks,
     usage,
+    teardowns,
   });
-  const sessions = new SessionService({ store, records, drivers, disks, images, specs, hibernation, disposal, usage, locks, hooks, networks: ports.networks });
+  const pool = new WarmPool({ drivers, disks, images, specs, onError: (what, error) => ports.onError?.(what, error) }, ports.warmPool ?? { size: 0 });
+  const sessions = new SessionService({
+    store,
+    records,
+    drivers,
+    disks,
+    images,
+    specs,
+    hibernation,
+    disposal,
+    usage,
+    locks,
+    hooks,
+    networks: ports.networks,
+    pool,
+  });
   const approvals = new ApprovalService({
     store,
     audit,
@@ -187,6 +212,8 @@ export function buildCoreServices(ports: CorePorts): CoreServices {
     terminals,
     ports: new SessionPorts(sessions),
     resizer: new SessionResizer(sessions),
+    pool,
+    teardowns,
   };
 }
 

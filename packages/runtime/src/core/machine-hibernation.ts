@@ -18,6 +18,7 @@ import type { SessionRecords } from './session-records.js';
 import type { SandboxSpecs } from './sandbox-specs.js';
 import type { SnapshotDisposal } from './snapshot-disposal.js';
 import type { UsageMeter } from './usage-meter.js';
+import type { SandboxTeardowns } from './sandbox-teardowns.js';
 import type { Clock } from './clock.js';
 import { newId } from './ids.js';
 import { freshSeed, type LifecycleHooks } from './lifecycle-hooks.js';
@@ -46,6 +47,8 @@ export interface HibernationDeps {
   networks: SessionNetworks | undefined;
   hooks: LifecycleHooks;
   usage: UsageMeter;
+  /** where a suspended machine's old sandbox goes once its image is recorded */
+  teardowns: SandboxTeardowns;
 }
 
 /** Suspends and resumes machines. */
@@ -105,7 +108,6 @@ export class MachineHibernation {
         details: { sessionId: session.id, stillRunning },
       });
     }
-    await driver.destroy(handle).catch(() => undefined);
     const { checksum, sizeBytes } = sealed;
     const previous = marked.resumeSnapshotId;
     const snapshot = this.snapshotRecord(marked, snapshotId, 'suspend', { checksum, sizeBytes, parent: previous });
@@ -129,6 +131,9 @@ export class MachineHibernation {
         { tx },
       );
     });
+    // The image is sealed and recorded: the old sandbox is torn down off the suspend's path (a crash
+    // meanwhile leaves an orphan for the reconciler: no record holds it any more).
+    this.deps.teardowns.start(driver, handle);
     if (previous) await this.deps.disposal.drop(previous, 'superseded');
     return suspended;
   }

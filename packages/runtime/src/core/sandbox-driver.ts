@@ -55,7 +55,10 @@ export interface DriverVolumes {
 /** The host path of a volume a driver takes as a directory; INVALID_ARGUMENTS for any other form. */
 export function directoryOf(volume: SandboxVolume, what: string): string {
   if (volume.kind !== 'directory') {
-    throw new AirlockError('INVALID_ARGUMENTS', `${what} must be a host directory for this driver, got a ${volume.kind} (${volume.path}); describe it as { kind: 'directory' }`);
+    throw new AirlockError(
+      'INVALID_ARGUMENTS',
+      `${what} must be a host directory for this driver, got a ${volume.kind} (${volume.path}); describe it as { kind: 'directory' }`,
+    );
   }
   return volume.path;
 }
@@ -63,15 +66,16 @@ export function directoryOf(volume: SandboxVolume, what: string): string {
 /** The image file of a volume a driver attaches as a block device; INVALID_ARGUMENTS for any other form. */
 export function blockDeviceOf(volume: SandboxVolume, what: string): string {
   if (volume.kind !== 'block-device') {
-    throw new AirlockError('INVALID_ARGUMENTS', `${what} must be a block device (an image file) for this driver, got a ${volume.kind} (${volume.path}); describe it as { kind: 'block-device' }`);
+    throw new AirlockError(
+      'INVALID_ARGUMENTS',
+      `${what} must be a block device (an image file) for this driver, got a ${volume.kind} (${volume.path}); describe it as { kind: 'block-device' }`,
+    );
   }
   return volume.path;
 }
 
 /** What a sandbox is for, so its driver can name it. */
-export type SandboxPurpose =
-  | { sessionId: string; purpose: 'machine'; generation: number }
-  | { sessionId: string; purpose: 'per-call'; nonce: string };
+export type SandboxPurpose = { sessionId: string; purpose: 'machine'; generation: number } | { sessionId: string; purpose: 'per-call'; nonce: string };
 
 /** Resource limits of one sandbox. */
 export interface SandboxResources {
@@ -283,12 +287,22 @@ export interface SandboxDriver {
   start(spec: SandboxSpec): Promise<SandboxHandle>;
   /** Runs one command inside a running sandbox. */
   exec(handle: SandboxHandle, request: ExecRequest): Promise<ExecOutcome>;
-  /** Runs `spec.oneShot` in a fresh sandbox that is destroyed when it ends. */
+  /**
+   * Runs `spec.oneShot` in a fresh sandbox that is destroyed when it ends (possibly after the outcome is
+   * returned, in the background: `close` waits for those teardowns, and a crash leaves an orphan for `list`).
+   */
   runOnce(spec: SandboxSpec, request: Omit<ExecRequest, 'argv'>): Promise<ExecOutcome>;
   /** Saves memory and processes to `imageDir`; stops the sandbox unless leaveRunning. */
   checkpoint(handle: SandboxHandle, imageDir: string, options: { leaveRunning: boolean }): Promise<CheckpointResult>;
   /** Starts a sandbox from a checkpoint image. */
   restore(spec: SandboxSpec, imageDir: string): Promise<SandboxHandle>;
+  /**
+   * Hands a running sandbox started for a warm pool to the session that claims it: from then on the
+   * handle, the driver's own records and `list()` name that session, and the sandbox's disk is the one at
+   * `disk` (the pool's disk, moved under the session's name while the sandbox runs). Only drivers whose
+   * disk can move under a running sandbox have it; without it, sessions of that driver start cold.
+   */
+  adopt?(handle: SandboxHandle, to: { sessionId: string; disk: SandboxVolume }): Promise<SandboxHandle>;
   /** Gives a restored sandbox its own hostname, machine id and RNG state (branches of one image share them). */
   personalize(handle: SandboxHandle, identity: SandboxIdentity): Promise<void>;
   /** Freezes the sandbox in place (only when `capabilities.pause`). */

@@ -39,10 +39,7 @@ export class SandboxSpecs {
         : { sessionId: session.id, purpose: 'per-call', nonce: perCallNonce },
     );
     const disk = await this.diskVolume(driver, session.id);
-    const rootfs: SandboxVolume =
-      driver.volumes.rootfs === 'directory'
-        ? { kind: 'directory', path: image.rootfsDir }
-        : { kind: 'block-device', path: await this.deps.images.rootfsBlockDevice(image.name) };
+    const rootfs = await this.rootfsVolume(driver, image);
     const net = await this.deps.networks?.prepare(session, image);
     return {
       sandboxId,
@@ -56,6 +53,38 @@ export class SandboxSpecs {
       ...(net ? { network: net.network } : {}),
       filesystem: session.contract.filesystem,
     };
+  }
+
+  /**
+   * The spec of a warm pool's machine: like a session's first machine, under the pool id, with the image's
+   * environment only (sessions with a network never come from a pool).
+   */
+  async specForPool(
+    poolId: string,
+    driver: SandboxDriver,
+    image: ImageRecord,
+    resources: SessionRecord['resources'],
+    filesystem: SessionRecord['contract']['filesystem'],
+  ): Promise<SandboxSpec> {
+    const sandboxId = driver.sandboxIdFor({ sessionId: poolId, purpose: 'machine', generation: 1 });
+    return {
+      sandboxId,
+      sessionId: poolId,
+      rootfs: await this.rootfsVolume(driver, image),
+      disk: await this.diskVolume(driver, poolId),
+      stateDir: this.deps.layout.sandboxStateDir(sandboxId),
+      hostname: poolId.replace(/_/g, '-'),
+      resources,
+      env: image.env,
+      filesystem,
+    };
+  }
+
+  /** The image's root filesystem in the form the driver takes. */
+  private async rootfsVolume(driver: SandboxDriver, image: ImageRecord): Promise<SandboxVolume> {
+    return driver.volumes.rootfs === 'directory'
+      ? { kind: 'directory', path: image.rootfsDir }
+      : { kind: 'block-device', path: await this.deps.images.rootfsBlockDevice(image.name) };
   }
 
   /** The session disk in the form the driver takes: mounted on the host, or unmounted for a VM to attach. */

@@ -38,6 +38,11 @@ export interface SessionDisks {
    * frozen, or not mounted on the host, is left as it is.
    */
   thaw(sessionId: string): Promise<void>;
+  /**
+   * Gives the disk of `fromId` (a warm pool's machine) to `toId`, mounted and in use, without a copy;
+   * refuses when `toId` has a disk. Returns the directory under its new name.
+   */
+  transfer(fromId: string, toId: string): Promise<string>;
   /** Unmounts and deletes the disk; idempotent. */
   destroy(sessionId: string): Promise<void>;
   usage(sessionId: string): Promise<DiskUsage>;

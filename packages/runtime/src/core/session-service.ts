@@ -18,6 +18,7 @@ import type { SnapshotDisposal } from './snapshot-disposal.js';
 import type { Store } from './store.js';
 import type { MachineHibernation, WakeReason } from './machine-hibernation.js';
 import type { UsageMeter } from './usage-meter.js';
+import type { WarmPool } from './warm-pool.js';
 import { startEnvironment, type LifecycleHooks } from './lifecycle-hooks.js';
 import { MachineRestarts } from './machine-restarts.js';
 import { newId } from './ids.js';
@@ -53,6 +54,8 @@ export interface SessionServiceDeps {
   hooks: LifecycleHooks;
   /** networks of sessions whose contract has a `network` section; without it such sessions get none */
   networks?: SessionNetworks | undefined;
+  /** machines started ahead of time; without it every machine starts cold */
+  pool?: WarmPool | undefined;
 }
 
 /** What `create` needs. */
@@ -157,15 +160,21 @@ export class SessionService {
     });
     return this.locks.exclusive(session.id, async () => {
       try {
-        await disks.create(session.id, resources.diskMb);
+        // A warm machine (its disk moved under this session, its identity fresh) when the pool has one of this class.
+        const warm = session.mode === 'machine' ? await this.deps.pool?.claim(session, image) : undefined;
+        if (!warm) await disks.create(session.id, resources.diskMb);
         if (session.mode === 'per-call') {
           return await records.transition(session.id, 'start', { type: 'session.started', data: { mode: 'per-call' } });
         }
-        const handle = await driver.start(await specs.specFor(session, image));
+        const handle = warm?.handle ?? (await driver.start(await specs.specFor(session, image)));
+        const fromPool = warm ? { warmPool: warm.poolId, claimMs: warm.claimMs } : {};
         const started = await records.transition(
           session.id,
           'start',
-          { type: 'session.started', data: { sandboxId: handle.sandboxId, driver: driver.name, imageDigest: image.digest, ...(await runtimeOf(driver)) } },
+          {
+            type: 'session.started',
+            data: { sandboxId: handle.sandboxId, driver: driver.name, imageDigest: image.digest, ...fromPool, ...(await runtimeOf(driver)) },
+          },
           { sandbox: handle },
         );
         // After the commit, like on-resume: a failing hook is recorded and never undoes the start.

@@ -4,7 +4,10 @@
  * each a compare-and-set update of the freshest record so that concurrent
  * calls never lose each other's charges. Samples after a call are taken off
  * the call's path: the call asks for one and returns; samples asked for
- * while one runs are folded into the next.
+ * while one runs are folded into the next, and a session is sampled at most
+ * once per `sampleIntervalMs` (a sample is a store commit and several host
+ * reads: at an agent's call rate, one per call competed with the calls).
+ * `drain` takes the deferred ones at once.
  */
 import type { SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
@@ -21,12 +24,20 @@ export interface UsageMeterDeps {
   clock: Clock;
   /** told about background samples that failed */
   onError?: (sessionId: string, error: unknown) => void;
+  /** least time between two samples of one session asked for by calls; default 1 s */
+  sampleIntervalMs?: number;
 }
+
+const DEFAULT_SAMPLE_INTERVAL_MS = 1_000;
 
 /** Charges sessions for what they use. */
 export class UsageMeter {
   private readonly sampling = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
+  /** samples put off until the session's interval has passed */
+  private readonly deferred = new Map<string, NodeJS.Timeout>();
+  /** when each session's last sample asked for by a call began (monotonic ms) */
+  private readonly sampledAt = new Map<string, number>();
   // When a call on each machine last ended, kept in memory: only this process puts its machines to sleep.
   private readonly lastActive = new Map<string, number>();
 
@@ -57,8 +68,31 @@ export class UsageMeter {
     }));
   }
 
-  /** Asks for a sample of the session soon, off the caller's path. */
+  /** Asks for a sample of the session soon, off the caller's path (within the sample interval). */
   requestSample(sessionId: string): void {
+    if (this.deferred.has(sessionId)) return;
+    const interval = this.deps.sampleIntervalMs ?? DEFAULT_SAMPLE_INTERVAL_MS;
+    const wait = (this.sampledAt.get(sessionId) ?? -Infinity) + interval - performance.now();
+    if (wait > 0) {
+      const timer = setTimeout(() => {
+        this.deferred.delete(sessionId);
+        this.sampleSoon(sessionId);
+      }, wait);
+      timer.unref();
+      this.deferred.set(sessionId, timer);
+      return;
+    }
+    this.sampleSoon(sessionId);
+  }
+
+  private sampleSoon(sessionId: string): void {
+    const now = performance.now();
+    // Only recent times matter: forget the rest before the map holds every session ever sampled.
+    if (this.sampledAt.size >= 4096) {
+      const interval = this.deps.sampleIntervalMs ?? DEFAULT_SAMPLE_INTERVAL_MS;
+      for (const [id, at] of this.sampledAt) if (now - at >= interval) this.sampledAt.delete(id);
+    }
+    this.sampledAt.set(sessionId, now);
     if (this.sampling.has(sessionId)) {
       this.again.add(sessionId);
       return;
@@ -78,6 +112,11 @@ export class UsageMeter {
 
   /** Waits for the samples asked for so far (shutdown, tests). */
   async drain(): Promise<void> {
+    for (const [sessionId, timer] of this.deferred) {
+      clearTimeout(timer);
+      this.deferred.delete(sessionId);
+      this.sampleSoon(sessionId);
+    }
     while (this.sampling.size > 0) await Promise.all([...this.sampling.values()]);
   }
 

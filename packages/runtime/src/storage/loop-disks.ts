@@ -165,6 +165,16 @@ export class LoopDisks implements SessionDisks, DiskImages {
     await rename(`${path}.tmp`, path);
   }
 
+  async transfer(fromId: string, toId: string): Promise<string> {
+    const from = this.dirOf(fromId);
+    const to = this.dirOf(toId);
+    if (!(await exists(join(from, IMAGE)))) throw new AirlockError('NOT_FOUND', `${fromId} has no disk under ${this.root}; nothing to transfer`);
+    if (await exists(to)) throw new AirlockError('INVALID_STATE', `session ${toId} already has a disk; pick a new session id`);
+    // The mount (and its loop device) moves with its parent folder: a running sandbox keeps using it.
+    await rename(from, to);
+    return join(to, MOUNT);
+  }
+
   async sync(sessionId: string): Promise<void> {
     const mountPoint = join(this.dirOf(sessionId), MOUNT);
     if (!(await isMountPoint(mountPoint))) return;

@@ -3,7 +3,7 @@
  * in-memory disks and images: for fast unit tests of sessions, snapshots,
  * forks and the pipeline. Snapshots and forks run on a clock the test moves.
  */
-import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, rmSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakeDriver } from '../../src/drivers/fake/fake-driver.js';
 import { SandboxDrivers } from '../../src/core/sandbox-drivers.js';
@@ -19,7 +19,7 @@ import type { SnapshotDisposal } from '../../src/core/snapshot-disposal.js';
 import type { Store } from '../../src/core/store.js';
 import type { SessionRecord } from '../../src/core/session.js';
 import { reconcileSessions, type ReconcileReport } from '../../src/core/session-reconciler.js';
-import { buildCoreServices, type CoreServices } from '../../src/core/core-services.js';
+import { buildCoreServices, type CoreServices, type CorePorts } from '../../src/core/core-services.js';
 import { AuditLog } from '../../src/audit/audit-log.js';
 import { systemClock, type Clock } from '../../src/core/clock.js';
 import type { Authorizer, PolicyDecision, AuthorizationContext } from '../../src/core/authorizer.js';
@@ -41,6 +41,11 @@ export class DirectoryDisks implements SessionDisks {
     const dir = join(this.root, sessionId);
     mkdirSync(dir, { recursive: true });
     return dir;
+  }
+  async transfer(fromId: string, toId: string): Promise<string> {
+    if (existsSync(join(this.root, toId))) throw new Error(`disk ${toId} exists`);
+    renameSync(join(this.root, fromId), join(this.root, toId));
+    return join(this.root, toId);
   }
   /** A directory is never frozen. */
   async thaw(): Promise<void> {}
@@ -88,7 +93,15 @@ export class DirectoryDisks implements SessionDisks {
 
 /** One fixed image. */
 export class StaticImages implements ImageCatalog {
-  readonly image: ImageRecord = { name: 'test-image', digest: 'sha256:test', rootfsDir: '/nonexistent', source: 'oci-archive', sizeBytes: 0, createdAt: new Date(0).toISOString(), env: {} };
+  readonly image: ImageRecord = {
+    name: 'test-image',
+    digest: 'sha256:test',
+    rootfsDir: '/nonexistent',
+    source: 'oci-archive',
+    sizeBytes: 0,
+    createdAt: new Date(0).toISOString(),
+    env: {},
+  };
   async list() {
     return [this.image];
   }
@@ -189,6 +202,8 @@ export interface CoreFixtureOptions {
   owner?: string;
   /** drivers besides the default fake one (e.g. a fake microVM driver) */
   extraDrivers?: FakeDriver[];
+  /** warm pools of the core (default: none) */
+  warmPool?: CorePorts['warmPool'];
 }
 
 /** Builds a fresh fixture over the fake driver and in-memory disks and images. */
@@ -234,6 +249,7 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
     lineageClock: clock,
     ...(options.maxBranches === undefined ? {} : { maxForkBranches: options.maxBranches }),
     ...(options.concurrency === undefined ? {} : { forkConcurrency: options.concurrency }),
+    ...(options.warmPool === undefined ? {} : { warmPool: options.warmPool }),
   });
   return {
     dir,
@@ -271,6 +287,8 @@ export function coreFixture(options: CoreFixtureOptions = {}): CoreFixture {
       return reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, drivers, specs: core.specs, disks, artifacts });
     },
     async close() {
+      await core.pool.close();
+      await core.teardowns.drain();
       await core.takeovers.close();
       await core.approvals.close();
       await core.usage.drain();

@@ -3433,6 +3433,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/warm-pool": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** this server's warm pools: machines kept ready per class of session, claims and misses (`airlock serve --warm-pool N`) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WarmPool"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/whoami": {
         parameters: {
             query?: never;
@@ -4355,6 +4409,28 @@ export interface components {
             /** @constant */
             status: "pending-approval";
             tool: string;
+        };
+        WarmPool: {
+            classes: {
+                claims: number;
+                driver: string;
+                imageName: string;
+                misses: number;
+                ready: number;
+                resources: {
+                    cpus: number;
+                    diskMb: number;
+                    maxProcesses: number;
+                    memoryMb: number;
+                };
+                starting: number;
+            }[];
+            lastFailure?: {
+                at: string;
+                code: string;
+                message: string;
+            };
+            size: number;
         };
     };
     responses: never;

@@ -1,4 +1,4 @@
-/** Routes of the nodes sharing the store: `airlock nodes ls` and `airlock nodes drain`. */
+/** Routes of the nodes sharing the store (`airlock nodes ls`, `airlock nodes drain`) and of this node's warm pools. */
 import type { FastifyInstance } from 'fastify';
 import type { AirlockServices } from '../airlock-services.js';
 import { AirlockError } from '../../core/errors.js';
@@ -25,6 +25,9 @@ export function registerNodeRoutes(app: FastifyInstance, services: AirlockServic
   };
 
   app.get('/v1/nodes', async () => view(await services.store.listNodes()));
+
+  // This server's own pools (each node keeps its own).
+  app.get('/v1/warm-pool', async () => services.pool.status());
 
   app.post<{ Params: { id: string } }>('/v1/nodes/:id/drain', async (request) => {
     const id = request.params.id;

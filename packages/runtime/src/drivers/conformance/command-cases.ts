@@ -57,7 +57,11 @@ export function commandCases(getContext: () => ConformanceContext): void {
     it("runs the program $PATH names, never the driver's own tools, and fails a missing one with 127", async (t: TestContext) => {
       if (skipWithoutCommands(context(), t)) return;
       // A program called like one of the toolbox's, earlier in PATH: the call must reach it.
-      await shOk(context().driver, handle, "mkdir -p /workspace/pathbin && printf '#!/bin/sh\\necho image-grep \"$@\"\\n' > /workspace/pathbin/grep && chmod +x /workspace/pathbin/grep");
+      await shOk(
+        context().driver,
+        handle,
+        'mkdir -p /workspace/pathbin && printf \'#!/bin/sh\\necho image-grep "$@"\\n\' > /workspace/pathbin/grep && chmod +x /workspace/pathbin/grep',
+      );
       const path = `/workspace/pathbin:${spec.env['PATH'] ?? '/usr/bin:/bin'}`;
       const found = await run(context().driver, handle, ['grep', '-x', 'y'], { env: { PATH: path } });
       assert.equal(found.stdout, 'image-grep -x y\n', found.stderr);
@@ -84,7 +88,12 @@ export function commandCases(getContext: () => ConformanceContext): void {
       assert.equal(result.aborted, false);
       assert.equal(result.exitCode, 137);
       assert.ok(Date.now() - started < 15_000, `timeout took ${Date.now() - started} ms`);
-      await eventually(() => shOk(context().driver, handle, 'ps -o args | grep -c "sleep 30[12]" || true'), (n) => n === '0', 5_000, 'sleeps left after timeout');
+      await eventually(
+        () => shOk(context().driver, handle, 'ps -o args | grep -c "sleep 30[12]" || true'),
+        (n) => n === '0',
+        5_000,
+        'sleeps left after timeout',
+      );
     });
 
     it('kills a command when the caller aborts', async (t: TestContext) => {
@@ -95,7 +104,12 @@ export function commandCases(getContext: () => ConformanceContext): void {
       assert.equal(result.aborted, true);
       assert.equal(result.timedOut, false);
       assert.equal(result.exitCode, 137);
-      await eventually(() => shOk(context().driver, handle, 'ps -o args | grep -c "sleep 30[34]" || true'), (n) => n === '0', 5_000, 'sleeps left after abort');
+      await eventually(
+        () => shOk(context().driver, handle, 'ps -o args | grep -c "sleep 30[34]" || true'),
+        (n) => n === '0',
+        5_000,
+        'sleeps left after abort',
+      );
       const early = new AbortController();
       early.abort();
       const preAborted = await sh(context().driver, handle, 'sleep 305', { signal: early.signal });
@@ -123,7 +137,8 @@ export function commandCases(getContext: () => ConformanceContext): void {
     it('shares /workspace with the host in both directions', async (t: TestContext) => {
       if (skipWithoutCommands(context(), t)) return;
       const hostDir = context().workspaceHostDir?.(spec);
-      if (!context().driver.capabilities.sharedDisk || hostDir === undefined) return t.skip('the session disk is a block device inside the machine: the host cannot see it while the machine runs');
+      if (!context().driver.capabilities.sharedDisk || hostDir === undefined)
+        return t.skip('the session disk is a block device inside the machine: the host cannot see it while the machine runs');
       await shOk(context().driver, handle, 'echo from-sandbox > /workspace/inside.txt');
       assert.equal(await readFile(join(hostDir, 'inside.txt'), 'utf8'), 'from-sandbox\n');
       await writeFile(join(hostDir, 'outside.txt'), 'from-host');

@@ -105,7 +105,11 @@ export async function shOk(driver: SandboxDriver, handle: SandboxHandle, script:
 }
 
 /** Starts a sandbox, runs `body`, and destroys the sandbox whatever happens. */
-export async function withSandbox<T>(context: ConformanceContext, options: SpecOptions, body: (handle: SandboxHandle, spec: SandboxSpec) => Promise<T>): Promise<T> {
+export async function withSandbox<T>(
+  context: ConformanceContext,
+  options: SpecOptions,
+  body: (handle: SandboxHandle, spec: SandboxSpec) => Promise<T>,
+): Promise<T> {
   const spec = await context.newSpec(options);
   const handle = await context.driver.start(spec);
   try {
@@ -142,4 +146,18 @@ export function pidIn(output: string): string {
   const match = /pid=(\d+)/.exec(output);
   assert.ok(match?.[1], `no pid=N in output: ${output.slice(0, 200)}`);
   return match[1];
+}
+
+/**
+ * Waits until nothing of the sandbox is left on the host. A driver may tear a one-shot sandbox down after
+ * its command answered, off the caller's path: what it leaves must still go, within seconds.
+ */
+export async function assertGoneSoon(context: ConformanceContext, sandboxId: string, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const left = await context.leftovers(sandboxId);
+    if (left.length === 0) return;
+    assert.ok(Date.now() < deadline, `${what}: ${left.join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

@@ -21,7 +21,10 @@ export function containmentCases(getContext: () => ConformanceContext): void {
       const hostBefore = await hostProcessCount();
       await withSandbox(context(), { resources: { maxProcesses: 32 } }, async (handle) => {
         const bomb = await sh(driver, handle, 'bomb() { bomb | bomb & }; bomb; sleep 2; echo still-here', { timeoutMs: 20_000 });
-        assert.ok(bomb.timedOut || bomb.exitCode === 0 || bomb.exitCode === 2, `unexpected bomb outcome ${JSON.stringify({ ...bomb, stdout: '', stderr: bomb.stderr.slice(0, 200) })}`);
+        assert.ok(
+          bomb.timedOut || bomb.exitCode === 0 || bomb.exitCode === 2,
+          `unexpected bomb outcome ${JSON.stringify({ ...bomb, stdout: '', stderr: bomb.stderr.slice(0, 200) })}`,
+        );
         assert.match(bomb.stderr, /fork|Resource temporarily unavailable/i, 'the process limit never bit');
         assert.equal(await driver.status(handle), 'running');
         assert.equal(await shOk(driver, handle, 'echo alive'), 'alive');

@@ -66,7 +66,10 @@ export function fileCases(getContext: () => ConformanceContext): void {
       assert.deepEqual(await files().mkdir(handle, '/workspace/f/x/y'), { created: true });
       await files().rename(handle, '/workspace/f/a.txt', '/workspace/f/x/y/b.txt');
       const listed = await files().list(handle, '/workspace/f/x/y');
-      assert.deepEqual(listed.map((entry) => [entry.name, entry.path, entry.type]), [['b.txt', '/workspace/f/x/y/b.txt', 'file']]);
+      assert.deepEqual(
+        listed.map((entry) => [entry.name, entry.path, entry.type]),
+        [['b.txt', '/workspace/f/x/y/b.txt', 'file']],
+      );
       assert.equal(await files().canonical(handle, '/etc/digits-link', { followLast: true }), '/etc/digits');
       assert.equal(await files().canonical(handle, '/workspace/f/../f/missing/z', { followLast: true }), '/workspace/f/missing/z');
       await files().remove(handle, '/workspace/f', { recursive: true });
@@ -91,7 +94,11 @@ export function fileCases(getContext: () => ConformanceContext): void {
     it('keeps symlinks and ".." inside the sandbox: the host file they name is never reached', async (t: TestContext) => {
       if (skipWithoutCommands(context(), t)) return;
       const secret = context().hostSecret;
-      await shOk(context().driver, handle, `mkdir -p /workspace/esc && ln -sf ${secret.path} /workspace/esc/abs && ln -sf ../../../../../../../..${secret.path} /workspace/esc/rel && ln -sfn / /workspace/esc/root`);
+      await shOk(
+        context().driver,
+        handle,
+        `mkdir -p /workspace/esc && ln -sf ${secret.path} /workspace/esc/abs && ln -sf ../../../../../../../..${secret.path} /workspace/esc/rel && ln -sfn / /workspace/esc/root`,
+      );
       for (const path of ['/workspace/esc/abs', '/workspace/esc/rel', `/workspace/esc/root${secret.path}`, `/../../../../..${secret.path}`]) {
         await assert.rejects(files().read(handle, path, { maxBytes: 4096 }), { code: 'FILE_NOT_FOUND' }, path);
       }
@@ -117,14 +124,24 @@ export function fileCases(getContext: () => ConformanceContext): void {
         outcomes.push(
           await files()
             .write(handle, `/workspace/race/allowed/f${i}`, Buffer.from('x'), { createParents: false, symlinks: 'refuse' })
-            .then(() => 'written', (error: { code: string }) => error.code),
+            .then(
+              () => 'written',
+              (error: { code: string }) => error.code,
+            ),
         );
       }
       await files().write(handle, '/workspace/race/stop', Buffer.from(''), { createParents: false });
       const flips = Number((await swapper).stdout.trim());
-      assert.equal(await shOk(context().driver, handle, 'ls -A /workspace/race/denied | wc -l'), '0', `a write landed in the denied directory (${outcomes.join(',')})`);
+      assert.equal(
+        await shOk(context().driver, handle, 'ls -A /workspace/race/denied | wc -l'),
+        '0',
+        `a write landed in the denied directory (${outcomes.join(',')})`,
+      );
       assert.ok(flips > 0, 'the swapper never ran');
-      assert.ok(outcomes.every((code) => ['written', 'FILE_CHANGED', 'FILE_NOT_FOUND'].includes(code)), outcomes.join(','));
+      assert.ok(
+        outcomes.every((code) => ['written', 'FILE_CHANGED', 'FILE_NOT_FOUND'].includes(code)),
+        outcomes.join(','),
+      );
     });
 
     it('is not redirected by planted symlinks named like temp files', async (t: TestContext) => {
@@ -137,7 +154,11 @@ export function fileCases(getContext: () => ConformanceContext): void {
         for (let pid = 1; pid <= PLANTED_FROM_HOST; pid++) await symlink('/workspace/victim', join(plant, `.airlock-write.${pid}`));
         await symlink('/workspace/victim', join(plant, '.airlock-'));
       } else {
-        await shOk(context().driver, handle, `cd /workspace/plant && i=1; while [ $i -le ${PLANTED_FROM_INSIDE} ]; do ln -s /workspace/victim .airlock-write.$i; i=$((i+1)); done; ln -s /workspace/victim .airlock-`);
+        await shOk(
+          context().driver,
+          handle,
+          `cd /workspace/plant && i=1; while [ $i -le ${PLANTED_FROM_INSIDE} ]; do ln -s /workspace/victim .airlock-write.$i; i=$((i+1)); done; ln -s /workspace/victim .airlock-`,
+        );
       }
       await files().write(handle, '/workspace/plant/target', Buffer.from('written'), { createParents: false });
       assert.equal(await shOk(context().driver, handle, 'cat /workspace/victim; cat /workspace/plant/target'), 'untouched\nwritten');

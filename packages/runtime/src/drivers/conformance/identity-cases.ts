@@ -31,7 +31,11 @@ export function identityCases(getContext: () => ConformanceContext): void {
       const branches: SandboxHandle[] = [];
       try {
         for (let index = 0; index < 2; index++) branches.push(await driver.restore(await getContext().newSpec(), image));
-        const identities = [0, 1].map((index) => ({ hostname: `branch-${index}`, machineId: `${index}`.repeat(32), entropy: new Uint8Array(64).fill(index + 1) }));
+        const identities = [0, 1].map((index) => ({
+          hostname: `branch-${index}`,
+          machineId: `${index}`.repeat(32),
+          entropy: new Uint8Array(64).fill(index + 1),
+        }));
         const seen: string[][] = [];
         for (const [index, branch] of branches.entries()) {
           const identity = identities[index] ?? assert.fail('no identity');
@@ -43,7 +47,10 @@ export function identityCases(getContext: () => ConformanceContext): void {
         }
         assert.notEqual(seen[0]?.[2], seen[1]?.[2], 'the running process read different /dev/urandom bytes in each branch');
         assert.match(seen[0]?.[2] ?? '', /^[0-9a-f]{32}$/);
-        await assert.rejects(driver.personalize(branches[0] as SandboxHandle, { hostname: 'bad name;', machineId: '0'.repeat(32), entropy: new Uint8Array(8) }), { code: 'INVALID_ARGUMENTS' });
+        await assert.rejects(
+          driver.personalize(branches[0] as SandboxHandle, { hostname: 'bad name;', machineId: '0'.repeat(32), entropy: new Uint8Array(8) }),
+          { code: 'INVALID_ARGUMENTS' },
+        );
       } finally {
         for (const branch of branches) await driver.destroy(branch);
       }

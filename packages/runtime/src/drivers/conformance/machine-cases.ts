@@ -37,7 +37,12 @@ export function machineCases(getContext: () => ConformanceContext): void {
         'the process list',
       );
       await driver.signal(handle, pid, 'TERM');
-      await eventually(async () => (await driver.processes(handle)).some((entry) => entry.pid === pid && entry.state !== 'Z'), (present) => !present, 5_000, 'the signalled process');
+      await eventually(
+        async () => (await driver.processes(handle)).some((entry) => entry.pid === pid && entry.state !== 'Z'),
+        (present) => !present,
+        5_000,
+        'the signalled process',
+      );
       await assert.rejects(driver.signal(handle, 1, 'KILL'), { code: 'INVALID_ARGUMENTS' });
       await assert.rejects(driver.signal(handle, 99_999, 'TERM'), { code: 'NOT_FOUND' });
     });
@@ -45,14 +50,32 @@ export function machineCases(getContext: () => ConformanceContext): void {
     it('detaches a service with its output in a log, and fails one that cannot start', async (t: TestContext) => {
       if (skipWithoutCommands(context(), t)) return;
       const { driver } = context();
-      const started = await driver.exec(handle, { argv: ['sh', '-c', 'echo serving; exec sleep 402'], cwd: '/', env: {}, timeoutMs: 30_000, detach: { logPath: '/tmp/airlock-test/service.log' } });
+      const started = await driver.exec(handle, {
+        argv: ['sh', '-c', 'echo serving; exec sleep 402'],
+        cwd: '/',
+        env: {},
+        timeoutMs: 30_000,
+        detach: { logPath: '/tmp/airlock-test/service.log' },
+      });
       assert.equal(started.exitCode, 0);
       assert.ok(started.pid && started.pid > 1, `no pid: ${JSON.stringify(started)}`);
-      await eventually(() => shOk(driver, handle, 'cat /tmp/airlock-test/service.log 2>/dev/null || true'), (text) => text === 'serving', 5_000, 'the log');
+      await eventually(
+        () => shOk(driver, handle, 'cat /tmp/airlock-test/service.log 2>/dev/null || true'),
+        (text) => text === 'serving',
+        5_000,
+        'the log',
+      );
       assert.equal(await shOk(driver, handle, `kill -0 ${started.pid} && echo alive`), 'alive');
       await driver.signal(handle, started.pid, 'KILL');
       let stderr = '';
-      const failed = await driver.exec(handle, { argv: ['no-such-service'], cwd: '/', env: {}, timeoutMs: 30_000, detach: {}, onStderr: (chunk) => (stderr += chunk.toString()) });
+      const failed = await driver.exec(handle, {
+        argv: ['no-such-service'],
+        cwd: '/',
+        env: {},
+        timeoutMs: 30_000,
+        detach: {},
+        onStderr: (chunk) => (stderr += chunk.toString()),
+      });
       assert.equal(failed.exitCode, 127);
       assert.match(stderr, /no-such-service: command not found/);
     });
@@ -61,14 +84,30 @@ export function machineCases(getContext: () => ConformanceContext): void {
       if (skipWithoutCommands(context(), t)) return;
       const { driver } = context();
       if (!driver.capabilities.terminal) return t.skip('driver declares no terminal capability');
-      const terminal = await driver.openTerminal(handle, { argv: ['sh', '-c', 'tty; read x; stty size; echo got:$x'], cwd: '/', env: {}, rows: 24, columns: 80 });
+      const terminal = await driver.openTerminal(handle, {
+        argv: ['sh', '-c', 'tty; read x; stty size; echo got:$x'],
+        cwd: '/',
+        env: {},
+        rows: 24,
+        columns: 80,
+      });
       let output = '';
       terminal.stream.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      await eventually(async () => output, (text) => /\/dev\/pts\/\d+/.test(text), 10_000, 'tty');
+      await eventually(
+        async () => output,
+        (text) => /\/dev\/pts\/\d+/.test(text),
+        10_000,
+        'tty',
+      );
       terminal.resize(30, 90);
       terminal.stream.write('typed\n');
       assert.equal((await terminal.exited).exitCode, 0);
-      await eventually(async () => output, (text) => text.includes('got:typed') && /30 90/.test(text), 5_000, 'terminal output');
+      await eventually(
+        async () => output,
+        (text) => text.includes('got:typed') && /30 90/.test(text),
+        5_000,
+        'terminal output',
+      );
     });
 
     it('keeps its channel and its privileges from the session’s processes', async (t: TestContext) => {

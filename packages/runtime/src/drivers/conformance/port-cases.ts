@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import type { Duplex } from 'node:stream';
-import { sh, shOk, withSandbox, skipWithoutCommands, type ConformanceContext } from './conformance-context.js';
+import { assertGoneSoon, sh, shOk, withSandbox, skipWithoutCommands, type ConformanceContext } from './conformance-context.js';
 
 /**
  * A one-connection echo service on 127.0.0.1:`port` (busybox nc of the test image), started in the
@@ -52,7 +52,7 @@ export function portCases(getContext: () => ConformanceContext): void {
       const once = await driver.runOnce(spec, { cwd: '/', env: {}, timeoutMs: 30_000, onStdout: (chunk) => out.push(chunk) });
       assert.equal(Buffer.concat(out).toString(), 'once');
       if (once.startMs !== undefined) assert.ok(once.startMs > 0 && once.startMs <= once.durationMs, `startMs ${once.startMs} within ${once.durationMs}`);
-      assert.deepEqual(await getContext().leftovers(spec.sandboxId), []);
+      await assertGoneSoon(getContext(), spec.sandboxId, 'runOnce left its sandbox behind');
     });
   });
 }

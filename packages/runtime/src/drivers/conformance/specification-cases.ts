@@ -65,7 +65,10 @@ export function specificationCases(getContext: () => ConformanceContext): void {
       const { driver } = context();
       const other = await context().newSpec();
       const flip = (volume: SandboxVolume): SandboxVolume => ({ kind: volume.kind === 'directory' ? 'block-device' : 'directory', path: volume.path });
-      for (const wrong of [{ ...other, rootfs: flip(other.rootfs) }, { ...other, disk: flip(other.disk) }]) {
+      for (const wrong of [
+        { ...other, rootfs: flip(other.rootfs) },
+        { ...other, disk: flip(other.disk) },
+      ]) {
         await assert.rejects(driver.start(wrong), (error: unknown) => isAirlockError(error, 'INVALID_ARGUMENTS'));
       }
       assert.ok(!(await driver.list()).some((entry) => entry.sandboxId === other.sandboxId), 'a refused spec left a sandbox');
@@ -74,8 +77,14 @@ export function specificationCases(getContext: () => ConformanceContext): void {
 
     it('refuses an identity that is not a hostname and a machine id', async () => {
       const { driver } = context();
-      await assert.rejects(driver.personalize(handle as SandboxHandle, { hostname: 'bad name;', machineId: '0'.repeat(32), entropy: new Uint8Array(64) }), (error: unknown) => isAirlockError(error, 'INVALID_ARGUMENTS'));
-      await assert.rejects(driver.personalize(handle as SandboxHandle, { hostname: 'fine', machineId: 'not-hex', entropy: new Uint8Array(64) }), (error: unknown) => isAirlockError(error, 'INVALID_ARGUMENTS'));
+      await assert.rejects(
+        driver.personalize(handle as SandboxHandle, { hostname: 'bad name;', machineId: '0'.repeat(32), entropy: new Uint8Array(64) }),
+        (error: unknown) => isAirlockError(error, 'INVALID_ARGUMENTS'),
+      );
+      await assert.rejects(
+        driver.personalize(handle as SandboxHandle, { hostname: 'fine', machineId: 'not-hex', entropy: new Uint8Array(64) }),
+        (error: unknown) => isAirlockError(error, 'INVALID_ARGUMENTS'),
+      );
     });
 
     it('pause and unpause move the status when the driver declares pause', async (t: TestContext) => {

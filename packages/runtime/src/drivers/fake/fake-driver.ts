@@ -23,6 +23,7 @@ import {
   type SandboxResources,
   type SandboxSpec,
   type SandboxUsage,
+  type SandboxVolume,
   blockDeviceOf,
   directoryOf,
 } from '../../core/sandbox-driver.js';
@@ -113,6 +114,13 @@ export class FakeDriver implements SandboxDriver {
 
   async restore(spec: SandboxSpec): Promise<SandboxHandle> {
     return this.start(spec);
+  }
+
+  async adopt(handle: SandboxHandle, to: { sessionId: string; disk: SandboxVolume }): Promise<SandboxHandle> {
+    if (!this.sandboxes.has(handle.sandboxId)) throw new Error(`fake sandbox ${handle.sandboxId} is not running`);
+    this.owners.set(handle.sandboxId, to.sessionId);
+    this.roots.set(handle.sandboxId, to.disk.path);
+    return { ...handle, sessionId: to.sessionId };
   }
 
   async personalize(handle: SandboxHandle, identity: SandboxIdentity): Promise<void> {

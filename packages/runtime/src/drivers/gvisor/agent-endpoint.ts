@@ -40,7 +40,10 @@ export async function prepareAgentDirectory(stateDir: string): Promise<string> {
   const directory = agentDirectoryOf(stateDir);
   const socketPath = join(directory, SOCKET_NAME);
   if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
-    throw new AirlockError('DRIVER_UNAVAILABLE', `the agent socket path ${socketPath} is longer than ${MAX_SOCKET_PATH} bytes, the limit of a Unix socket; use a shorter data directory (--data-dir)`);
+    throw new AirlockError(
+      'DRIVER_UNAVAILABLE',
+      `the agent socket path ${socketPath} is longer than ${MAX_SOCKET_PATH} bytes, the limit of a Unix socket; use a shorter data directory (--data-dir)`,
+    );
   }
   await mkdir(directory, { recursive: true, mode: 0o700 });
   await chown(directory, AGENT_SOCKET_OWNER, AGENT_SOCKET_OWNER);

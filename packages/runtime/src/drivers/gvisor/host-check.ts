@@ -22,12 +22,19 @@ export async function checkGvisorHost(runsc: Runsc, agentHostPath: string): Prom
   const flagText = `${flags.stdout}${flags.stderr}`;
   const checkpointText = `${checkpointHelp.stdout}${checkpointHelp.stderr}`;
   if (!flagText.includes('-overlay2') || !/dir=/.test(flagText) || !checkpointText.includes('-compression') || !checkpointText.includes('none')) {
-    throw new AirlockError('DRIVER_UNAVAILABLE', `${version || 'runsc'} is too old: it lacks --overlay2=root:dir= or checkpoint --compression=none; ${INSTALL_FIX}`, {
-      details: { version },
-    });
+    throw new AirlockError(
+      'DRIVER_UNAVAILABLE',
+      `${version || 'runsc'} is too old: it lacks --overlay2=root:dir= or checkpoint --compression=none; ${INSTALL_FIX}`,
+      {
+        details: { version },
+      },
+    );
   }
   if (!(await hasCgroupV1())) {
-    throw new AirlockError('DRIVER_UNAVAILABLE', 'the gVisor driver needs the cgroup v1 memory, cpu and cpuacct hierarchies under /sys/fs/cgroup; boot with cgroup v1 (systemd.unified_cgroup_hierarchy=0)');
+    throw new AirlockError(
+      'DRIVER_UNAVAILABLE',
+      'the gVisor driver needs the cgroup v1 memory, cpu and cpuacct hierarchies under /sys/fs/cgroup; boot with cgroup v1 (systemd.unified_cgroup_hierarchy=0)',
+    );
   }
   const filesystems = await readFile('/proc/filesystems', 'utf8').catch(() => '');
   if (!/\toverlay\n/.test(filesystems)) {

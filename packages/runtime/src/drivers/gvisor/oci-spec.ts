@@ -100,7 +100,13 @@ export function buildOciSpec(input: OciSpecInput): Record<string, unknown> {
         cpu: { quota: cpuQuotaUs(input.resources.cpus), period: CPU_PERIOD_US },
         pids: { limit: pidsBackstop(input.resources.maxProcesses) },
       },
-      namespaces: [{ type: 'pid' }, { type: 'network', ...(input.netnsPath ? { path: input.netnsPath } : {}) }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }],
+      namespaces: [
+        { type: 'pid' },
+        { type: 'network', ...(input.netnsPath ? { path: input.netnsPath } : {}) },
+        { type: 'ipc' },
+        { type: 'uts' },
+        { type: 'mount' },
+      ],
     },
   };
 }

@@ -147,11 +147,34 @@ export class Runsc {
     return parseState(JSON.parse(result.stdout) as unknown);
   }
 
-  /** `runsc list` as JSON. */
+  /**
+   * The container's state as runsc last wrote it in its root (status, sandbox pid), read without
+   * spawning runsc: `runsc state` asks the sandbox itself, which cannot answer while it is frozen.
+   */
+  async storedState(containerId: string): Promise<RunscState | undefined> {
+    try {
+      const stored = JSON.parse(await readFile(join(this.options.stateRoot, `${containerId}_sandbox:${containerId}.state`), 'utf8')) as Record<string, unknown>;
+      const sandbox = (stored['sandbox'] ?? {}) as Record<string, unknown>;
+      return parseState({ id: stored['id'], status: stored['status'], pid: sandbox['pid'] });
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Every container runsc keeps state of, from its state files (what `runsc list` reads too): `runsc list`
+   * itself asks each sandbox, and hangs on a frozen one (measured: a timeout after 30 s).
+   */
   async list(): Promise<RunscState[]> {
-    const result = await this.check(['list', '--format=json'], 'listing sandboxes', { timeoutMs: 30_000 });
-    const parsed = JSON.parse(result.stdout.trim() || '[]') as unknown;
-    return Array.isArray(parsed) ? parsed.map(parseState) : [];
+    const names = await readdir(this.options.stateRoot).catch(() => [] as string[]);
+    const states: RunscState[] = [];
+    for (const name of names) {
+      const match = /^(.+)_sandbox:(.+)\.state$/.exec(name);
+      if (!match || match[1] !== match[2]) continue;
+      const state = await this.storedState(match[1] ?? '');
+      if (state) states.push(state);
+    }
+    return states;
   }
 
   /** Whether runsc keeps any state of the container (its files exist from create to delete). */
@@ -163,7 +186,8 @@ export class Runsc {
   /** Removes runsc's files of a container that `delete` could not remove (runsc killed mid-way). */
   async removeLeftState(containerId: string): Promise<void> {
     for (const name of await readdir(this.options.stateRoot).catch(() => [] as string[])) {
-      if (name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`) await rm(join(this.options.stateRoot, name), { force: true, recursive: true });
+      if (name.startsWith(`${containerId}_sandbox:`) || name === `runsc-${containerId}.sock`)
+        await rm(join(this.options.stateRoot, name), { force: true, recursive: true });
     }
   }
 

@@ -54,7 +54,9 @@ export class SandboxAgents {
     if (connection) return connection;
     const status = await this.host.status(handle);
     if (status !== 'running') throw await this.host.died(handle, status);
-    throw new AirlockError('SANDBOX_NOT_ANSWERING', `the agent of sandbox ${handle.sandboxId} did not connect within ${timeoutMs} ms of its start`, { details: { reason: 'no-hello', sandboxId: handle.sandboxId } });
+    throw new AirlockError('SANDBOX_NOT_ANSWERING', `the agent of sandbox ${handle.sandboxId} did not connect within ${timeoutMs} ms of its start`, {
+      details: { reason: 'no-hello', sandboxId: handle.sandboxId },
+    });
   }
 
   /** The live connection of a running sandbox; adopts, wakes or revives its agent as needed. */
@@ -63,7 +65,8 @@ export class SandboxAgents {
     const live = endpoint.current();
     if (live) return live;
     await this.requireRunning(handle);
-    const connection = (await endpoint.waitForAgent(RECONNECT_TIMEOUT_MS, () => this.kick(handle), 0)) ?? ((await this.revive(handle)) ? endpoint.current() : undefined);
+    const connection =
+      (await endpoint.waitForAgent(RECONNECT_TIMEOUT_MS, () => this.kick(handle), 0)) ?? ((await this.revive(handle)) ? endpoint.current() : undefined);
     if (connection) return connection;
     await this.requireRunning(handle);
     throw this.notAnswering(handle, 'no-agent');

@@ -18,6 +18,9 @@ import { markCheckpointImage } from './sandbox-markers.js';
 export interface CheckpointHost {
   runsc: Runsc;
   agents: SandboxAgents;
+  /** the driver's own pause and wake (a frozen sandbox is thawed by them, not by `runsc resume`) */
+  pause(handle: SandboxHandle): Promise<void>;
+  unpause(handle: SandboxHandle): Promise<void>;
   status(handle: SandboxHandle): Promise<SandboxListing['status'] | 'missing'>;
   died(handle: SandboxHandle, status: string): Promise<AirlockError>;
   destroy(handle: SandboxHandle): Promise<void>;
@@ -33,25 +36,33 @@ export interface CheckpointHost {
  * would lose the session. After a checkpoint that leaves the sandbox
  * running, or one that failed, the agent is woken to reconnect.
  */
-export async function checkpointSandbox(host: CheckpointHost, handle: SandboxHandle, containerId: string, imageDir: string, options: { leaveRunning: boolean }): Promise<CheckpointResult> {
+export async function checkpointSandbox(
+  host: CheckpointHost,
+  handle: SandboxHandle,
+  containerId: string,
+  imageDir: string,
+  options: { leaveRunning: boolean },
+): Promise<CheckpointResult> {
   const started = performance.now();
   const status = await host.status(handle);
   if (status !== 'running' && status !== 'paused') throw await host.died(handle, status);
   if (await exists(imageDir)) throw new AirlockError('INVALID_STATE', `checkpoint image ${imageDir} already exists; choose a new directory`);
   const wasPaused = status === 'paused';
   // A paused agent cannot park: thaw it for that moment.
-  if (wasPaused) await host.runsc.check(['resume', containerId], `resuming ${handle.sandboxId} to park its agent`);
+  if (wasPaused) await host.unpause(handle);
   try {
     await host.agents.park(handle);
   } catch (error) {
-    if (wasPaused) await host.runsc.run(['pause', containerId]).catch(() => undefined);
+    if (wasPaused) await host.pause(handle).catch(() => undefined);
     throw error;
   }
   const partial = `${imageDir}.partial-${randomBytes(4).toString('hex')}`;
   try {
     await mkdir(partial, { recursive: true });
     await host.runsc.check(['pause', containerId], `pausing ${handle.sandboxId} for a checkpoint`);
-    const result = await host.runsc.run(['checkpoint', `--image-path=${partial}`, '--compression=none', '--leave-running', containerId], { timeoutMs: 600_000 });
+    const result = await host.runsc.run(['checkpoint', `--image-path=${partial}`, '--compression=none', '--leave-running', containerId], {
+      timeoutMs: 600_000,
+    });
     if (result.code !== 0) {
       const error = runscFailure(`checkpoint of ${handle.sandboxId} failed; the sandbox is still running`, result);
       if (!(await isProcessAlive((await host.runsc.state(containerId))?.pid ?? 0))) throw await host.died(handle, 'stopped');
@@ -63,13 +74,13 @@ export async function checkpointSandbox(host: CheckpointHost, handle: SandboxHan
     await rm(partial, { recursive: true, force: true });
     await host.runsc.run(['resume', containerId]).catch(() => undefined);
     await host.agents.unpark(handle).catch(() => undefined);
-    if (wasPaused) await host.runsc.run(['pause', containerId]).catch(() => undefined);
+    if (wasPaused) await host.pause(handle).catch(() => undefined);
     throw error;
   }
   if (options.leaveRunning) {
     await host.runsc.check(['resume', containerId], `resuming ${handle.sandboxId} after its checkpoint`);
     await host.agents.unpark(handle);
-    if (wasPaused) await host.runsc.check(['pause', containerId], `pausing ${handle.sandboxId} again after its checkpoint`);
+    if (wasPaused) await host.pause(handle);
   } else {
     await host.destroy(handle);
   }

@@ -15,14 +15,25 @@ export async function sandboxDeath(handle: SandboxHandle, status: string, panicL
   const log = logPath ? await logTail(logPath, 4) : '';
   const oomKilled = await wasOomKilled(handle.sandboxId);
   const cause =
-    oomKilled === true ? 'it ran out of memory and the kernel killed it'
-    : oomKilled === false ? 'its init process ended, e.g. a command killed pid 1'
-    : 'it ran out of memory, or its init process ended';
+    oomKilled === true
+      ? 'it ran out of memory and the kernel killed it'
+      : oomKilled === false
+        ? 'its init process ended, e.g. a command killed pid 1'
+        : 'it ran out of memory, or its init process ended';
   const remedy = oomKilled === false ? '' : ', with more memory (resources.memoryMb) if it ran out';
   return new AirlockError(
     'SANDBOX_DIED',
     `sandbox ${handle.sandboxId} is ${status === 'missing' ? 'gone' : 'dead'}: ${cause}; its processes and memory are lost, ` +
       `its disk is kept until the session is terminated. Fork a snapshot taken earlier to go on${remedy}`,
-    { details: { sandboxId: handle.sandboxId, sessionId: handle.sessionId, status, ...(oomKilled === undefined ? {} : { oomKilled }), ...(panic ? { panic } : {}), ...(log ? { log } : {}) } },
+    {
+      details: {
+        sandboxId: handle.sandboxId,
+        sessionId: handle.sessionId,
+        status,
+        ...(oomKilled === undefined ? {} : { oomKilled }),
+        ...(panic ? { panic } : {}),
+        ...(log ? { log } : {}),
+      },
+    },
   );
 }

@@ -69,7 +69,10 @@ export function validateSpec(spec: DirectorySpec): void {
   }
   const { cpus, memoryMb, maxProcesses } = spec.resources;
   if (!(cpus > 0) || !(memoryMb >= 32) || !Number.isInteger(memoryMb) || !(maxProcesses >= 8) || !Number.isInteger(maxProcesses)) {
-    throw new AirlockError('INVALID_ARGUMENTS', `invalid resources ${JSON.stringify(spec.resources)}: need cpus > 0, memoryMb >= 32 and maxProcesses >= 8 (whole numbers)`);
+    throw new AirlockError(
+      'INVALID_ARGUMENTS',
+      `invalid resources ${JSON.stringify(spec.resources)}: need cpus > 0, memoryMb >= 32 and maxProcesses >= 8 (whole numbers)`,
+    );
   }
   validateEnv(spec.env);
 }
@@ -78,7 +81,10 @@ export function validateSpec(spec: DirectorySpec): void {
 export function validateEnv(env: Record<string, string>): void {
   for (const [name, value] of Object.entries(env)) {
     if (!ENV_NAME.test(name) || value.includes('\0')) {
-      throw new AirlockError('INVALID_ARGUMENTS', `invalid environment variable ${JSON.stringify(name)}: names are letters, digits and '_', values have no NUL`);
+      throw new AirlockError(
+        'INVALID_ARGUMENTS',
+        `invalid environment variable ${JSON.stringify(name)}: names are letters, digits and '_', values have no NUL`,
+      );
     }
   }
 }
@@ -112,7 +118,12 @@ export async function prepareSandboxFiles(options: {
   await mkdir(paths.workspaceDir, { recursive: true });
   const prepared = options.ruleMounts ? await prepareRules(spec.filesystem, spec.rootfsDir, spec.stateDir) : undefined;
   const agentSocketDir = await prepareAgentDirectory(spec.stateDir);
-  await mountRootfsView({ skeletonDir: options.skeletonDir, rootfsDir: spec.rootfsDir, target: paths.rootfsView, ...(prepared?.mountPointsDir ? { mountPointsDir: prepared.mountPointsDir } : {}) });
+  await mountRootfsView({
+    skeletonDir: options.skeletonDir,
+    rootfsDir: spec.rootfsDir,
+    target: paths.rootfsView,
+    ...(prepared?.mountPointsDir ? { mountPointsDir: prepared.mountPointsDir } : {}),
+  });
   const layout = { workspaceHostDir: paths.workspaceDir, rootfsView: paths.rootfsView, diskDir: spec.diskDir, stateDir: spec.stateDir };
   const rules = prepared ? await ruleMountsOf(prepared, layout) : undefined;
   const config = buildOciSpec({

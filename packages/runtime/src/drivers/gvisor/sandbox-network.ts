@@ -129,7 +129,9 @@ export class SandboxNetworks {
 
   /** Removes firewall elements whose host interface no longer exists (left by a crash). */
   async pruneFirewall(): Promise<void> {
-    const links = new Set((await hostCommandQuiet('ip', ['-o', 'link', 'show']) ?? '').split('\n').map((line) => line.split(':')[1]?.trim().split('@')[0] ?? ''));
+    const links = new Set(
+      ((await hostCommandQuiet('ip', ['-o', 'link', 'show'])) ?? '').split('\n').map((line) => line.split(':')[1]?.trim().split('@')[0] ?? ''),
+    );
     await this.removeElements((element) => element.ifname.startsWith(VETH_PREFIX) && !links.has(element.ifname));
   }
 
@@ -230,7 +232,8 @@ async function assertPrivateNetns(path: string): Promise<void> {
 /** Parsed address pool of a SandboxNetwork. */
 function poolOf(network: SandboxNetwork): { first: number; last: number; prefixLength: number } {
   const match = /^(\d+\.\d+\.\d+\.\d+)\/(\d+)$/.exec(network.addressPool);
-  if (!match || !match[1] || !match[2]) throw new AirlockError('INVALID_ARGUMENTS', `network.addressPool must be an IPv4 CIDR such as 10.200.128.0/17, got ${network.addressPool}`);
+  if (!match || !match[1] || !match[2])
+    throw new AirlockError('INVALID_ARGUMENTS', `network.addressPool must be an IPv4 CIDR such as 10.200.128.0/17, got ${network.addressPool}`);
   const base = toNumber(match[1]);
   const bits = Number(match[2]);
   const size = 2 ** (32 - bits);
