@@ -76,7 +76,11 @@ export class DesktopHelpers {
       if (!stream) return fallback(request);
       let answer: HelperAnswer;
       try {
-        answer = await exchange(stream, { argv: request.argv, ...(request.shrinkTo === undefined ? {} : { shrink: request.shrinkTo }) }, request.timeoutMs + this.answerGraceMs);
+        answer = await exchange(
+          stream,
+          { argv: request.argv, ...(request.shrinkTo === undefined ? {} : { shrink: request.shrinkTo }) },
+          request.timeoutMs + this.answerGraceMs,
+        );
       } catch (error) {
         // The request may have run in part (a half-typed text): no second try by another way; the next call starts afresh.
         stream.destroy();
@@ -212,7 +216,11 @@ export async function exchange(stream: Duplex, request: HelperRequest, deadlineM
   return { kind: 'ran', output: { ...answer.output, stdout } };
 }
 
-function readAnswer(stream: Duplex, request: HelperRequest, deadlineMs: number): Promise<{ kind: 'unsupported' } | { kind: 'ran'; output: CollectedOutput; header: AnswerHeader }> {
+function readAnswer(
+  stream: Duplex,
+  request: HelperRequest,
+  deadlineMs: number,
+): Promise<{ kind: 'unsupported' } | { kind: 'ran'; output: CollectedOutput; header: AnswerHeader }> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -291,7 +299,11 @@ function checkHeader(value: unknown): AnswerHeader | 'unsupported' | string {
 }
 
 function helperFailed(what: string): AirlockError {
-  return new AirlockError('DRIVER_FAILED', `the desktop helper in the session's machine gave ${what}; the next desktop call starts it again (or runs the programs without it)`, {
-    details: { helper: true },
-  });
+  return new AirlockError(
+    'DRIVER_FAILED',
+    `the desktop helper in the session's machine gave ${what}; the next desktop call starts it again (or runs the programs without it)`,
+    {
+      details: { helper: true },
+    },
+  );
 }

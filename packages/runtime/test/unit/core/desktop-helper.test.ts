@@ -99,7 +99,10 @@ describe('desktop helpers (helpers played by the test)', () => {
     helpers.closeIdle('session-2');
     assert.ok(!state.opened[0]?.destroyed, 'another session’s lifecycle leaves it open');
     helpers.closeIdle('session-1');
-    assert.ok(state.opened.every((stream) => stream.destroyed), 'closed before a lifecycle operation of its session');
+    assert.ok(
+      state.opened.every((stream) => stream.destroyed),
+      'closed before a lifecycle operation of its session',
+    );
     await run(REQUEST);
     assert.equal(state.connects, 2, 'a closed connection is not used again');
   });
@@ -119,7 +122,10 @@ describe('desktop helpers (helpers played by the test)', () => {
   it('inflates a compressed answer to the size it announced', async () => {
     const dump = Buffer.alloc(200_000, 7);
     const compressed = deflateSync(dump);
-    const { driver } = driverWith({ listening: true, respond: () => answer({ exitCode: 0, stdoutBytes: compressed.length, stderr: '', encoding: 'zlib', outputBytes: dump.length }, compressed) });
+    const { driver } = driverWith({
+      listening: true,
+      respond: () => answer({ exitCode: 0, stdoutBytes: compressed.length, stderr: '', encoding: 'zlib', outputBytes: dump.length }, compressed),
+    });
     const output = await new DesktopHelpers().runner(driver, handle, fallback().run)(REQUEST);
     assert.ok(output.stdout.equals(dump));
   });
@@ -148,7 +154,10 @@ describe('desktop helpers (helpers played by the test)', () => {
     const program = fallback();
     const run = new DesktopHelpers().runner(driver, handle, program.run);
     const outputs = await Promise.all([run(REQUEST), run(REQUEST)]);
-    assert.deepEqual(outputs.map((output) => output.stdout.toString()), ['ok', 'ok']);
+    assert.deepEqual(
+      outputs.map((output) => output.stdout.toString()),
+      ['ok', 'ok'],
+    );
     assert.equal(state.starts.length, 1);
     const start = state.starts[0];
     assert.deepEqual(start?.argv.slice(0, 2), ['/usr/bin/python3', '-c']);
@@ -178,7 +187,11 @@ describe('desktop helpers (helpers played by the test)', () => {
     ['an output too large to accept', () => answer({ exitCode: 0, stdoutBytes: 2 ** 31, stderr: '' }), /output size/],
     ['more output than announced', () => answer({ exitCode: 0, stdoutBytes: 2, stderr: '' }, 'three'), /more output than/],
     ['an unknown encoding', () => answer({ exitCode: 0, stdoutBytes: 0, stderr: '', encoding: 'gzip', outputBytes: 0 }), /unknown encoding/],
-    ['a compressed output of another size', () => answer({ exitCode: 0, stdoutBytes: 11, stderr: '', encoding: 'zlib', outputBytes: 5 }, deflateSync('hello world').subarray(0, 11)), /inflate/],
+    [
+      'a compressed output of another size',
+      () => answer({ exitCode: 0, stdoutBytes: 11, stderr: '', encoding: 'zlib', outputBytes: 5 }, deflateSync('hello world').subarray(0, 11)),
+      /inflate/,
+    ],
     ['a connection closed half-way', () => 'close', /closed before/],
   ];
   for (const [what, respond, message] of hostile) {
