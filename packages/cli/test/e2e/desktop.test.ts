@@ -150,6 +150,18 @@ describe('computer-use sessions on gVisor (issue 18)', { timeout: 900_000 }, () 
     await waitForTitle(sandbox, 'Typed:hello airloc');
   });
 
+  it('starts the desktop helper again when something in the machine killed it', async () => {
+    const helperPids = async () => (await sandbox.commands.run(['pgrep', '-f', 'exec.sys.stdin.read'])).stdout.trim().split('\n').filter(Boolean);
+    const before = await helperPids();
+    assert.equal(before.length, 1, 'the first desktop calls started one helper');
+    assert.equal((await sandbox.commands.run(['kill', '-9', ...before])).exitCode, 0);
+    const shot = await sandbox.desktop.screenshot();
+    assert.equal(shot.width, 1280);
+    const after = await helperPids();
+    assert.equal(after.length, 1);
+    assert.notDeepEqual(after, before);
+  });
+
   it('audits every action with a thumbnail of the screen before it, kept and checkable', async () => {
     const records = await sandbox.audit({ limit: 1000 });
     // The decision on the screen (the second one; the first is taken before the machine is touched).

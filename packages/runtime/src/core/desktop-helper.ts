@@ -44,7 +44,7 @@ export class DesktopHelpers {
   /** sandbox id → a start in progress (two calls at once start one helper) */
   private readonly starting = new Map<string, Promise<boolean>>();
   /** sandbox id → connections to its helper between requests, and the session they belong to */
-  private readonly idle = new Map<string, { sessionId: string; streams: Set<Duplex> }>();
+  private readonly idle = new Map<string, { sessionId: string; streams: Map<Duplex, () => void> }>();
   private readonly now: () => number;
   private readonly answerGraceMs: number;
   private readonly mayKeep: (sessionId: string) => boolean;
@@ -65,25 +65,34 @@ export class DesktopHelpers {
     for (const [sandboxId, kept] of this.idle) {
       if (kept.sessionId !== sessionId) continue;
       this.idle.delete(sandboxId);
-      for (const stream of kept.streams) stream.destroy();
+      for (const stream of kept.streams.keys()) stream.destroy();
     }
   }
 
   /** A runner that asks the machine's helper first and runs the program through `fallback` when there is none, or when the helper does not know the command. */
   runner(driver: SandboxDriver, handle: SandboxHandle, fallback: DesktopRunner): DesktopRunner {
     return async (request) => {
-      const stream = this.takeIdle(handle.sandboxId) ?? (await this.open(driver, handle, request.env));
+      const asked = { argv: request.argv, ...(request.shrinkTo === undefined ? {} : { shrink: request.shrinkTo }) };
+      const deadlineMs = request.timeoutMs + this.answerGraceMs;
+      const kept = this.takeIdle(handle.sandboxId);
+      let stream = kept ?? (await this.open(driver, handle, request.env));
       if (!stream) return fallback(request);
       let answer: HelperAnswer;
       try {
-        answer = await exchange(
-          stream,
-          { argv: request.argv, ...(request.shrinkTo === undefined ? {} : { shrink: request.shrinkTo }) },
-          request.timeoutMs + this.answerGraceMs,
-        );
+        try {
+          answer = await exchange(stream, asked, deadlineMs);
+        } catch (error) {
+          // A kept connection that ends before a single byte of answer lost its helper while idle (killed between
+          // the calls, its end not seen yet): that helper never read the request, so it goes once to a new one.
+          if (!kept || !isAirlockError(error) || error.details['answered'] !== false) throw error;
+          stream.destroy();
+          stream = await this.open(driver, handle, request.env);
+          if (!stream) return fallback(request);
+          answer = await exchange(stream, asked, deadlineMs);
+        }
       } catch (error) {
         // The request may have run in part (a half-typed text): no second try by another way; the next call starts afresh.
-        stream.destroy();
+        stream?.destroy();
         this.remember(handle.sandboxId);
         throw error;
       }
@@ -111,9 +120,10 @@ export class DesktopHelpers {
 
   private takeIdle(sandboxId: string): Duplex | undefined {
     const kept = this.idle.get(sandboxId);
-    for (const stream of kept?.streams ?? []) {
+    for (const [stream, release] of kept?.streams ?? []) {
       kept?.streams.delete(stream);
-      if (!stream.destroyed && stream.writable && !stream.readableEnded) return stream;
+      release();
+      if (!stream.destroyed && stream.writable) return stream;
       stream.destroy();
     }
     return undefined;
@@ -127,24 +137,24 @@ export class DesktopHelpers {
       return;
     }
     if (!kept) {
-      kept = { sessionId: handle.sessionId, streams: new Set() };
+      kept = { sessionId: handle.sessionId, streams: new Map() };
       this.idle.set(handle.sandboxId, kept);
     }
     const streams = kept.streams;
-    stream.pause();
-    streams.add(stream);
-    const timer = setTimeout(() => stream.destroy(), IDLE_CLOSE_MS);
+    // A helper says nothing unasked: its end (it was killed) or anything it sends closes the connection at once,
+    // so that the next request opens a new one (and starts a helper again) instead of failing on this one.
+    const close = () => stream.destroy();
+    const timer = setTimeout(close, IDLE_CLOSE_MS);
     timer.unref();
     const forget = () => {
       clearTimeout(timer);
       streams.delete(stream);
       if (streams.size === 0 && this.idle.get(handle.sandboxId)?.streams === streams) this.idle.delete(handle.sandboxId);
     };
-    stream.once('close', forget);
-    // Taken again: the timer stops, the next keep starts another.
-    stream.once('resume', () => {
+    stream.on('data', close).on('end', close).once('close', forget);
+    streams.set(stream, () => {
       clearTimeout(timer);
-      stream.off('close', forget);
+      stream.off('data', close).off('end', close).off('close', forget);
     });
   }
 
@@ -270,11 +280,10 @@ function readAnswer(
         finish(undefined, { kind: 'ran', output, header });
       }
     };
-    const onEnd = () => finish(helperFailed('the connection closed before the whole answer'));
+    const onEnd = () => finish(helperFailed('the connection closed before the whole answer', received > 0));
     const onError = (error: Error) => finish(helperFailed(`the connection failed (${error.message})`));
     const timer = setTimeout(() => finish(helperFailed(`no whole answer within ${deadlineMs} ms`)), deadlineMs);
     stream.on('data', onData).on('end', onEnd).on('close', onEnd).on('error', onError);
-    stream.resume();
     stream.write(`${JSON.stringify(request)}\n`);
   });
 }
@@ -298,12 +307,12 @@ function checkHeader(value: unknown): AnswerHeader | 'unsupported' | string {
   return { exitCode, stdoutBytes, stderr: stderr.slice(0, 4000), outputBytes };
 }
 
-function helperFailed(what: string): AirlockError {
+function helperFailed(what: string, answered = true): AirlockError {
   return new AirlockError(
     'DRIVER_FAILED',
     `the desktop helper in the session's machine gave ${what}; the next desktop call starts it again (or runs the programs without it)`,
     {
-      details: { helper: true },
+      details: { helper: true, answered },
     },
   );
 }

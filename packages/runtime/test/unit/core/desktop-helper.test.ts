@@ -107,6 +107,32 @@ describe('desktop helpers (helpers played by the test)', () => {
     assert.equal(state.connects, 2, 'a closed connection is not used again');
   });
 
+  it('does not use a kept connection again once the helper ended it (killed while idle)', async () => {
+    const { driver, state } = driverWith({ listening: true, respond: () => answer({ exitCode: 0, stdoutBytes: 2, stderr: '' }, 'ok') });
+    const run = new DesktopHelpers().runner(driver, handle, fallback().run);
+    await run(REQUEST);
+    state.opened[0]?.push(null);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(state.opened[0]?.destroyed, 'closed when the helper ended it');
+    assert.equal((await run(REQUEST)).stdout.toString(), 'ok');
+    assert.equal(state.connects, 2);
+  });
+
+  it('sends a request once more, on a new connection, when a kept one ends before a byte of answer', async () => {
+    let calls = 0;
+    const { driver, state } = driverWith({
+      listening: true,
+      respond: () => (++calls === 2 ? 'close' : answer({ exitCode: 0, stdoutBytes: 2, stderr: '' }, 'ok')),
+    });
+    const program = fallback();
+    const run = new DesktopHelpers().runner(driver, handle, program.run);
+    await run(REQUEST);
+    assert.equal((await run(REQUEST)).stdout.toString(), 'ok');
+    assert.equal(state.connects, 2);
+    assert.equal(calls, 3, 'the helper was asked again, once');
+    assert.equal(program.ran.length, 0);
+  });
+
   it('keeps no connection while a lifecycle operation wants the machine', async () => {
     const { driver, state } = driverWith({ listening: true, respond: () => answer({ exitCode: 0, stdoutBytes: 2, stderr: '' }, 'ok') });
     let exclusiveWanted = true;
