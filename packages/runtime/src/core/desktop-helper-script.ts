@@ -190,13 +190,14 @@ def words(args, index, until_end):
         end += 1
     return args[index:end], end
 
-def xdotool(args):
+def xdotool(args, progress):
     out = []
     window = None
     index = 0
     while index < len(args):
         command = args[index]
         index += 1
+        progress['commands'] += 1
         if command == 'getactivewindow':
             found = c_ulong(0)
             if xdo_get_active_window(xdo, byref(found)) != 0 or found.value == 0:
@@ -273,10 +274,15 @@ def answer(request):
             shrink = request.get('shrink')
             return screen_dump(shrink if isinstance(shrink, int) and shrink > 0 else 0)
         if program == 'xdotool':
+            progress = {'commands': 0}
             try:
-                return xdotool(args)
+                outcome = xdotool(args, progress)
             except (IndexError, ValueError):
-                return None
+                outcome = None
+            # Unknown is only said before anything ran: the host then runs the whole chain as a program.
+            if outcome is None and progress['commands'] > 1:
+                return 1, b'', 'the desktop helper cannot finish this xdotool chain: %r' % args[:8]
+            return outcome
     return None
 
 def serve(connection):
@@ -290,6 +296,9 @@ def serve(connection):
                 outcome = answer(json.loads(line))
             except ValueError:
                 outcome = None
+            except Exception as error:
+                # Said, not dropped: a silent close would look like a helper that died before reading the request.
+                outcome = (1, b'', 'the desktop helper failed: %s' % error)
             if outcome is None:
                 connection.sendall(b'{"unsupported":true}\n')
                 continue
