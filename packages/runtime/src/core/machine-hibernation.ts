@@ -6,11 +6,11 @@
  * done. The session service calls these under the session's exclusive lock.
  */
 import { AirlockError, toAirlockError } from './errors.js';
-import type { SandboxHandle } from './sandbox-driver.js';
+import type { SandboxDriver, SandboxHandle, SandboxSpec } from './sandbox-driver.js';
 import { requireCapability, type SandboxDrivers } from './sandbox-drivers.js';
 import type { SessionDisks } from './session-disks.js';
 import type { Store } from './store.js';
-import type { SealedSnapshot, SnapshotArtifacts } from './snapshot-artifacts.js';
+import type { ArtifactTransfer, SealedSnapshot, SnapshotArtifacts } from './snapshot-artifacts.js';
 import type { SnapshotReason, SnapshotRecord } from './snapshot.js';
 import type { ImageCatalog } from './image-catalog.js';
 import type { SessionNetworks } from './session-networks.js';
@@ -168,10 +168,20 @@ export class MachineHibernation {
       );
     }
     // With object storage, what is not on this host (memory image, disk) is fetched and verified first.
-    const fetchedMemory = await artifacts.verify(snapshot.id, snapshot.checksum);
-    const fetchedDisk = await artifacts.prepareDisk(snapshot.id, session.id);
+    // An image this host wrote is verified while it is restored instead (docs/decisions/0019): the
+    // restored machine is handed to nobody until its image matched, and is destroyed when it did not.
+    const overlapped = session.contract.network === undefined && (await artifacts.isOnHost(snapshot.id));
+    const verifying = overlapped ? settle(artifacts.verify(snapshot.id, snapshot.checksum)) : undefined;
+    let fetchedMemory = verifying ? null : await artifacts.verify(snapshot.id, snapshot.checksum);
+    const fetchedDisk = await artifacts.prepareDisk(snapshot.id, session.id).catch(async (error: unknown) => {
+      await verifying;
+      throw error;
+    });
     // Fails early (before anything is marked) when the disk is gone; a VM's disk is left unmounted on the host.
-    await specs.diskVolume(driver, session.id);
+    await specs.diskVolume(driver, session.id).catch(async (error: unknown) => {
+      await verifying;
+      throw error;
+    });
     const marked = await records.transition(session.id, 'begin-resume', { type: 'session.resume-started', data: wokenBy }, (fresh) => ({
       generation: fresh.generation + 1,
     }));
@@ -179,7 +189,9 @@ export class MachineHibernation {
     let handle: SandboxHandle;
     let resumed: SessionRecord;
     try {
-      handle = await driver.restore(spec, artifacts.pathFor(snapshot.id));
+      const restored = await this.restoreVerified(driver, spec, snapshot.id, verifying);
+      handle = restored.handle;
+      if (restored.fetched) fetchedMemory = restored.fetched;
       resumed = await records.transition(
         session.id,
         'finish-resume',
@@ -204,6 +216,30 @@ export class MachineHibernation {
     // After the commit: a failing hook is recorded and never undoes the resume.
     await hooks.run(handle, session.id, 'on-resume', { AIRLOCK_SESSION_ID: session.id, AIRLOCK_RESUME_SEED: freshSeed(), AIRLOCK_SNAPSHOT_ID: snapshot.id });
     return resumed;
+  }
+
+  /**
+   * Restores from the snapshot's image. With `verifying` (an image on this host, checked meanwhile), the
+   * machine counts only once its image matched: a mismatch destroys it and fails the resume, and a copy
+   * that object storage had to replace is restored again, from the fresh files.
+   */
+  private async restoreVerified(
+    driver: SandboxDriver,
+    spec: SandboxSpec,
+    snapshotId: string,
+    verifying: Promise<Settled<ArtifactTransfer | null>> | undefined,
+  ): Promise<{ handle: SandboxHandle; fetched: ArtifactTransfer | null }> {
+    const imageDir = this.deps.artifacts.pathFor(snapshotId);
+    if (!verifying) return { handle: await driver.restore(spec, imageDir), fetched: null };
+    const [restored, verified] = await Promise.all([settle(driver.restore(spec, imageDir)), verifying]);
+    if (!verified.ok) {
+      if (restored.ok) await driver.destroy(restored.value).catch(() => undefined);
+      throw verified.error;
+    }
+    if (!restored.ok) throw restored.error;
+    if (verified.value === null) return { handle: restored.value, fetched: null };
+    await driver.destroy(restored.value);
+    return { handle: await driver.restore(spec, imageDir), fetched: verified.value };
   }
 
   private snapshotRecord(
@@ -244,4 +280,14 @@ function wakeData(wake: WakeReason): Record<string, unknown> {
     ...(wake.callId ? { 'gen_ai.tool.call.id': wake.callId } : {}),
     ...(wake.tool ? { 'gen_ai.tool.name': wake.tool } : {}),
   };
+}
+
+/** A promise's outcome as a value, so that two can run side by side and both be looked at. */
+type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+function settle<T>(promise: Promise<T>): Promise<Settled<T>> {
+  return promise.then(
+    (value): Settled<T> => ({ ok: true, value }),
+    (error: unknown): Settled<T> => ({ ok: false, error }),
+  );
 }

@@ -51,6 +51,8 @@ export interface SnapshotArtifacts {
   prepareDisk(snapshotId: string, sessionId: string): Promise<ArtifactTransfer | null>;
   /** True when the snapshot can be restored from here: its files are on this host, or (with object storage) its manifest is stored. */
   has(snapshotId: string): Promise<boolean>;
+  /** True when the snapshot's files are on this host now (a verify would read them here, fetching nothing). */
+  isOnHost(snapshotId: string): Promise<boolean>;
   /** Deletes the snapshot's bytes; idempotent. */
   remove(snapshotId: string): Promise<void>;
   /** Snapshot ids found on the host, for reconciliation. */

@@ -70,8 +70,14 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
     this.disks = options.disks;
     this.concurrency = Math.max(1, options.concurrency ?? 8);
     this.onError = options.onError ?? (() => undefined);
-    this.uploads = new UploadRegistry(options.objects, options.owner, { ...(options.timings ? { timings: options.timings } : {}), ...(options.uploadHooks ? { hooks: options.uploadHooks } : {}) });
-    this.collector = new ChunkCollector(options.objects, options.owner, { ...(options.timings ? { timings: options.timings } : {}), ...(options.collectorHooks ? { hooks: options.collectorHooks } : {}) });
+    this.uploads = new UploadRegistry(options.objects, options.owner, {
+      ...(options.timings ? { timings: options.timings } : {}),
+      ...(options.uploadHooks ? { hooks: options.uploadHooks } : {}),
+    });
+    this.collector = new ChunkCollector(options.objects, options.owner, {
+      ...(options.timings ? { timings: options.timings } : {}),
+      ...(options.collectorHooks ? { hooks: options.collectorHooks } : {}),
+    });
   }
 
   /** Where the snapshots go, for messages. */
@@ -136,9 +142,13 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
     }
     const manifest = await this.manifest(snapshotId);
     if (manifest.checksum !== checksum) {
-      throw new AirlockError('SNAPSHOT_CORRUPT', `snapshot ${snapshotId} in object storage was sealed with checksum ${manifest.checksum}, not the ${checksum} recorded for it; it was not restored`, {
-        details: { snapshotId, expected: checksum, actual: manifest.checksum },
-      });
+      throw new AirlockError(
+        'SNAPSHOT_CORRUPT',
+        `snapshot ${snapshotId} in object storage was sealed with checksum ${manifest.checksum}, not the ${checksum} recorded for it; it was not restored`,
+        {
+          details: { snapshotId, expected: checksum, actual: manifest.checksum },
+        },
+      );
     }
     const stats = emptyStats();
     const partial = `${this.local.pathFor(snapshotId)}.partial-${randomBytes(4).toString('hex')}`;
@@ -147,19 +157,32 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
       const digests: { path: string; size: number; digest: string }[] = [];
       for (const file of manifest.files) {
         if (file.method !== chunkingMethodFor(file.path)) {
-          throw new AirlockError('SNAPSHOT_CORRUPT', `the manifest of snapshot ${snapshotId} cuts ${file.path} the wrong way (${file.method}); it was not restored`, { details: { snapshotId } });
+          throw new AirlockError(
+            'SNAPSHOT_CORRUPT',
+            `the manifest of snapshot ${snapshotId} cuts ${file.path} the wrong way (${file.method}); it was not restored`,
+            { details: { snapshotId } },
+          );
         }
         const target = join(partial, file.path);
         await mkdir(dirname(target), { recursive: true });
-        const digest = await assembleFile(this.objects, target, file.sizeBytes, file.chunks, { concurrency: this.concurrency, what: `snapshot ${snapshotId}, file ${file.path}`, stats, method: file.method });
+        const digest = await assembleFile(this.objects, target, file.sizeBytes, file.chunks, {
+          concurrency: this.concurrency,
+          what: `snapshot ${snapshotId}, file ${file.path}`,
+          stats,
+          method: file.method,
+        });
         digests.push({ path: file.path, size: file.sizeBytes, digest });
       }
       // The whole, as written, against the checksum the store holds.
       const whole = treeChecksum(digests);
       if (whole !== checksum) {
-        throw new AirlockError('SNAPSHOT_CORRUPT', `snapshot ${snapshotId} fetched from object storage does not match its checksum as a whole (${whole}); it was not restored`, {
-          details: { snapshotId, expected: checksum, actual: whole },
-        });
+        throw new AirlockError(
+          'SNAPSHOT_CORRUPT',
+          `snapshot ${snapshotId} fetched from object storage does not match its checksum as a whole (${whole}); it was not restored`,
+          {
+            details: { snapshotId, expected: checksum, actual: whole },
+          },
+        );
       }
       let sizeBytes = 0;
       for (const file of await listFiles(partial)) {
@@ -188,16 +211,24 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
     const disk = manifest.disk;
     if (!disk || disk.sessionId !== sessionId) {
       if (hasLocal) return null;
-      throw new AirlockError('SNAPSHOT_CORRUPT', `snapshot ${snapshotId} in object storage holds no disk of session ${sessionId}, and the session has none on this host; it cannot be resumed here`, {
-        details: { snapshotId, sessionId },
-      });
+      throw new AirlockError(
+        'SNAPSHOT_CORRUPT',
+        `snapshot ${snapshotId} in object storage holds no disk of session ${sessionId}, and the session has none on this host; it cannot be resumed here`,
+        {
+          details: { snapshotId, sessionId },
+        },
+      );
     }
     // The digest the store vouches for (through the snapshot's checksum), when the snapshot's files are here.
     const sealedDigest = await readFile(join(this.local.pathFor(snapshotId), SESSION_DISK_DIGEST_FILE), 'utf8').catch(() => undefined);
     if (sealedDigest !== undefined && sealedDigest !== disk.digest) {
-      throw new AirlockError('SNAPSHOT_CORRUPT', `snapshot ${snapshotId}: the disk its manifest names (${disk.digest}) is not the one it was sealed with (${sealedDigest}); nothing was restored`, {
-        details: { snapshotId, sessionId },
-      });
+      throw new AirlockError(
+        'SNAPSHOT_CORRUPT',
+        `snapshot ${snapshotId}: the disk its manifest names (${disk.digest}) is not the one it was sealed with (${sealedDigest}); nothing was restored`,
+        {
+          details: { snapshotId, sessionId },
+        },
+      );
     }
     // This node's disk is older than the snapshot (the session ran elsewhere since): replaced.
     if (hasLocal) await this.disks.destroy(sessionId);
@@ -206,13 +237,21 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
       const what = `the disk of session ${sessionId} in snapshot ${snapshotId}`;
       const whole = await assembleFile(this.objects, imagePath, disk.sizeBytes, disk.chunks, { concurrency: this.concurrency, what, stats, method: 'aligned' });
       if (whole !== disk.digest) {
-        throw new AirlockError('SNAPSHOT_CORRUPT', `the disk of session ${sessionId} fetched from snapshot ${snapshotId} does not match its digest as a whole; nothing was restored`, {
-          details: { snapshotId, sessionId, expected: disk.digest, actual: whole },
-        });
+        throw new AirlockError(
+          'SNAPSHOT_CORRUPT',
+          `the disk of session ${sessionId} fetched from snapshot ${snapshotId} does not match its digest as a whole; nothing was restored`,
+          {
+            details: { snapshotId, sessionId, expected: disk.digest, actual: whole },
+          },
+        );
       }
     });
     await this.disks.recordSavedIn(sessionId, snapshotId);
     return stats;
+  }
+
+  async isOnHost(snapshotId: string): Promise<boolean> {
+    return this.local.has(snapshotId);
   }
 
   async has(snapshotId: string): Promise<boolean> {
@@ -257,10 +296,14 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
   /** Collects every `intervalMs` (and retries deferred deletions); the timer never keeps the process alive. */
   startCollector(intervalMs: number): void {
     if (this.collectionTimer || this.closed) return;
-    this.collectionTimer = setInterval(() => this.runInBackground(async () => {
-      await this.retryDeletions();
-      await this.collector.collect();
-    }), intervalMs);
+    this.collectionTimer = setInterval(
+      () =>
+        this.runInBackground(async () => {
+          await this.retryDeletions();
+          await this.collector.collect();
+        }),
+      intervalMs,
+    );
     this.collectionTimer.unref();
   }
 
@@ -306,9 +349,13 @@ export class ObjectSnapshotArtifacts implements SnapshotArtifacts {
   private async manifest(snapshotId: string): Promise<SnapshotManifest> {
     const bytes = await this.objects.get(manifestKey(snapshotId));
     if (!bytes) {
-      throw new AirlockError('SNAPSHOT_CORRUPT', `snapshot ${snapshotId} is neither on this host nor in object storage ${this.objects.description}; it cannot be restored. Restore an earlier snapshot or terminate the session`, {
-        details: { snapshotId },
-      });
+      throw new AirlockError(
+        'SNAPSHOT_CORRUPT',
+        `snapshot ${snapshotId} is neither on this host nor in object storage ${this.objects.description}; it cannot be restored. Restore an earlier snapshot or terminate the session`,
+        {
+          details: { snapshotId },
+        },
+      );
     }
     return parseManifest(bytes, snapshotId);
   }

@@ -48,7 +48,10 @@ export class SnapshotDirectory implements SnapshotArtifacts {
       }
     } catch (error) {
       await rm(to, { recursive: true, force: true });
-      throw new AirlockError('SNAPSHOT_CORRUPT', `cannot read snapshot ${fromSnapshotId} on disk to derive ${toSnapshotId} from it`, { cause: error, details: { snapshotId: fromSnapshotId } });
+      throw new AirlockError('SNAPSHOT_CORRUPT', `cannot read snapshot ${fromSnapshotId} on disk to derive ${toSnapshotId} from it`, {
+        cause: error,
+        details: { snapshotId: fromSnapshotId },
+      });
     }
   }
 
@@ -71,7 +74,10 @@ export class SnapshotDirectory implements SnapshotArtifacts {
     try {
       actual = (await snapshotTreeDigest(this.pathFor(snapshotId))).checksum;
     } catch (error) {
-      throw new AirlockError('SNAPSHOT_CORRUPT', `snapshot ${snapshotId} is missing or unreadable on disk; it cannot be restored`, { cause: error, details: { snapshotId } });
+      throw new AirlockError('SNAPSHOT_CORRUPT', `snapshot ${snapshotId} is missing or unreadable on disk; it cannot be restored`, {
+        cause: error,
+        details: { snapshotId },
+      });
     }
     if (actual !== checksum) {
       throw new AirlockError(
@@ -86,6 +92,10 @@ export class SnapshotDirectory implements SnapshotArtifacts {
   async prepareDisk(): Promise<ArtifactTransfer | null> {
     // Without object storage the session's live disk is the only copy there is.
     return null;
+  }
+
+  async isOnHost(snapshotId: string): Promise<boolean> {
+    return this.has(snapshotId);
   }
 
   /** True when the snapshot's directory exists on this host. */

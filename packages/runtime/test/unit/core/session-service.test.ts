@@ -90,7 +90,10 @@ describe('SessionService', () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     await fx.sessions.suspend(session.id);
     (fx.images.image as { digest: string }).digest = 'sha256:other-bytes';
-    await assert.rejects(fx.sessions.resume(session.id), { code: 'INVALID_STATE', message: /suspended on sha256:test; its memory cannot run on another root filesystem/ });
+    await assert.rejects(fx.sessions.resume(session.id), {
+      code: 'INVALID_STATE',
+      message: /suspended on sha256:test; its memory cannot run on another root filesystem/,
+    });
     assert.equal((await fx.sessions.get(session.id)).state, 'suspended');
   });
 
@@ -100,6 +103,35 @@ describe('SessionService', () => {
     writeFileSync(join(fx.artifacts.pathFor(suspended.resumeSnapshotId ?? ''), 'checkpoint.img'), 'tampered');
     await assert.rejects(fx.sessions.resume(session.id), { code: 'SNAPSHOT_CORRUPT' });
     assert.equal((await fx.sessions.get(session.id)).state, 'suspended');
+    // The image was checked while the machine restored from it: that machine is gone, and no call reached it.
+    assert.equal(fx.driver.sandboxes.size, 0, 'the machine restored from the altered image was destroyed');
+    assert.deepEqual(
+      fx.driver.execs.map((exec) => exec.argv.join(' ')),
+      [],
+      'nothing ran in it',
+    );
+    const failed = await fx.store.listAudit(session.id, { types: ['session.resume-failed'] });
+    assert.equal(failed.at(-1)?.data['code'], 'SNAPSHOT_CORRUPT');
+  });
+
+  it('restores a session with a network only after its image was verified', async () => {
+    const restores: string[] = [];
+    const verify = fx.artifacts.verify.bind(fx.artifacts);
+    fx.artifacts.verify = async (snapshotId, checksum) => {
+      const verified = await verify(snapshotId, checksum);
+      restores.push('verified');
+      return verified;
+    };
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    await fx.sessions.suspend(session.id);
+    await fx.forceRecord(session.id, { contract: { ...session.contract, network: { allowedDomains: ['example.org'] } } as typeof session.contract });
+    const restore = fx.driver.restore.bind(fx.driver);
+    fx.driver.restore = async (spec) => {
+      restores.push('restore');
+      return restore(spec);
+    };
+    await fx.sessions.resume(session.id).catch(() => undefined);
+    assert.deepEqual(restores.slice(0, 2), ['verified', 'restore'], 'verified before any machine existed');
   });
 
   it('wakes a suspended session transparently on the next tool call', async () => {
@@ -118,7 +150,16 @@ describe('SessionService', () => {
     const handle = (await fx.sessions.get(session.id)).sandbox;
     assert.ok(handle);
     await fx.driver.checkpoint(handle, fx.artifacts.pathFor(snapshotId), { leaveRunning: false });
-    await fx.driver.start({ sandboxId: 'airlock-ses_orphan-g1', sessionId: 'ses_orphan', rootfs: { kind: 'directory', path: '' }, disk: { kind: 'directory', path: '' }, stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
+    await fx.driver.start({
+      sandboxId: 'airlock-ses_orphan-g1',
+      sessionId: 'ses_orphan',
+      rootfs: { kind: 'directory', path: '' },
+      disk: { kind: 'directory', path: '' },
+      stateDir: '',
+      hostname: '',
+      resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 },
+      env: {},
+    });
     const report = await fx.reconcile();
     assert.deepEqual(report.completed, [session.id]);
     assert.ok(report.orphansRemoved.includes('airlock-ses_orphan-g1'));
@@ -162,7 +203,16 @@ describe('SessionService', () => {
     const crashedCreate = await fx.sessions.create({ contract: fx.contract() });
     // A crash mid-create: the record says so and its sandbox exists, but the handle was never stored.
     await fx.forceRecord(crashedCreate.id, { pendingOperation: 'create', sandbox: null });
-    await fx.driver.start({ sandboxId: 'stuck-sandbox', sessionId: 'ses_gone', rootfs: { kind: 'directory', path: '' }, disk: { kind: 'directory', path: '' }, stateDir: '', hostname: '', resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 }, env: {} });
+    await fx.driver.start({
+      sandboxId: 'stuck-sandbox',
+      sessionId: 'ses_gone',
+      rootfs: { kind: 'directory', path: '' },
+      disk: { kind: 'directory', path: '' },
+      stateDir: '',
+      hostname: '',
+      resources: { cpus: 1, memoryMb: 1, diskMb: 1, maxProcesses: 1 },
+      env: {},
+    });
     const destroy = fx.driver.destroy.bind(fx.driver);
     fx.driver.destroy = async (handle) => {
       if (handle.sandboxId === 'stuck-sandbox') throw new AirlockError('DRIVER_FAILED', 'runsc delete timed out');
@@ -172,7 +222,10 @@ describe('SessionService', () => {
     mkdirSync(join(fx.dir, 'snapshots', 'snap_half0000000000.partial-0a1b2c3d'), { recursive: true });
     writeFileSync(join(fx.dir, 'snapshots', 'snap_sealonly000000.seal.json'), '{}');
     const report = await fx.reconcile();
-    assert.deepEqual(report.problems.map((problem) => [problem.item, problem.code]), [['sandbox:stuck-sandbox', 'DRIVER_FAILED']]);
+    assert.deepEqual(
+      report.problems.map((problem) => [problem.item, problem.code]),
+      [['sandbox:stuck-sandbox', 'DRIVER_FAILED']],
+    );
     assert.deepEqual(report.failed, [crashedCreate.id]);
     assert.equal((await fx.sessions.get(crashedCreate.id)).state, 'failed');
     assert.ok(report.orphansRemoved.includes(crashedCreate.sandbox?.sandboxId ?? ''), 'the sandbox of the interrupted create is removed without its handle');
@@ -218,4 +271,3 @@ describe('SessionService', () => {
     assert.equal((await fx.sessions.terminate(session.id)).state, 'terminated');
   });
 });
-
