@@ -1,7 +1,10 @@
 /**
  * Issue 18's figures: screenshot and action round trips through the SDK,
- * beside the floor (the same xwd / xdotool run by a bare `runsc exec` into
- * the session's sandbox, in the same run); memory of an idle desktop session;
+ * beside three floors, in the same run: the same xwd / xdotool by a bare
+ * `runsc exec` into the session's sandbox, by the in-sandbox agent straight
+ * on the server's driver (no HTTP, no pipeline), and by the machine's
+ * desktop helper straight on the driver (what the pipeline uses); the steps a round
+ * trip is made of, each timed alone; memory of an idle desktop session;
  * suspend and resume with Chromium open; fork into 4 desktop branches to the
  * first screenshot of each. Usage (root, needs debian-bookworm-desktop):
  * npx tsx bench/desktop.bench.ts [samples]
@@ -11,7 +14,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer } from '@airlock/runtime';
 import { Sandbox } from '@airlock/sdk';
-import { printComparisons, quantile, timed, type Comparison } from './stats.js';
+import type { SandboxDriver, SandboxHandle } from '@airlock/runtime';
+import { decodeXwd, encodePng, shrink } from '../packages/runtime/dist/src/core/screen-image.js';
+import { DesktopHelpers } from '../packages/runtime/dist/src/core/desktop-helper.js';
+import type { DesktopRequest } from '../packages/runtime/dist/src/core/desktop-operations.js';
+import { loadAverage, printFloorComparisons, quantile, timed, type FloorComparison } from './stats.js';
 
 const samples = Number.parseInt(process.argv[2] ?? '30', 10);
 const work = mkdtempSync('/var/tmp/airlock-bench-');
@@ -28,6 +35,13 @@ function floor(sandbox: Sandbox, argv: string[]): void {
   execFileSync('runsc', [`--root=${runscRoot}`, 'exec', '--env=DISPLAY=:0', `airlock-${sandboxId}`, ...argv], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
 }
 
+/** The same command through the in-sandbox agent on the server's own driver: the floor under what the pipeline runs. */
+async function agentFloor(driver: SandboxDriver, handle: SandboxHandle, argv: string[]): Promise<Buffer> {
+  const stdout: Buffer[] = [];
+  await driver.exec(handle, { argv, cwd: '/', env: { DISPLAY: ':0' }, timeoutMs: 30_000, onStdout: (chunk) => stdout.push(chunk) });
+  return Buffer.concat(stdout);
+}
+
 /** Resident and page-cache memory of the session's sandbox, from its memory cgroup, in MB. */
 function cgroupMemory(sandbox: Sandbox): string {
   const sandboxId = (sandbox.info as unknown as { sandboxId: string | null }).sandboxId;
@@ -36,7 +50,7 @@ function cgroupMemory(sandbox: Sandbox): string {
   return `rss ${value('total_rss').toFixed(0)} MB, page cache ${value('total_cache').toFixed(0)} MB`;
 }
 
-const rows: Comparison[] = [];
+const rows: FloorComparison[] = [];
 const notes: string[] = [];
 try {
   const sandbox = await Sandbox.create({ ...connection, image: 'debian-bookworm-desktop', contract: CONTRACT });
@@ -48,21 +62,92 @@ try {
   }
   await new Promise((resolve) => setTimeout(resolve, 3000));
   await sandbox.getInfo();
+  notes.push(`load at the start: ${loadAverage()}`);
   notes.push(`idle desktop session, Chromium on one page: ${cgroupMemory(sandbox)} (the sandbox's memory cgroup)`);
 
-  const shot = { operation: 'screenshot (SDK → PNG)', airlock: [] as number[], floor: [] as number[] };
-  const click = { operation: 'action: click (SDK)', airlock: [] as number[], floor: [] as number[] };
-  const type = { operation: 'action: type 5 characters (SDK)', airlock: [] as number[], floor: [] as number[] };
+  // The server's own driver: a second driver on the same state root would take over the machine's agent.
+  const session = await server.services.sessions.get(sandbox.id);
+  const handle = session.sandbox;
+  if (!handle) throw new Error('no sandbox');
+  const driver = server.services.sessions.drivers.forHandle(handle);
+  // Like the server's: its kept connection closes before a suspend or fork (an open stream stops the agent from parking).
+  const locks = server.services.sessions.locks;
+  const helpers = new DesktopHelpers({ mayKeep: (sessionId) => !locks.exclusiveWanted(sessionId) });
+  locks.whenExclusiveRequested((sessionId) => helpers.closeIdle(sessionId));
+  const helper = helpers.runner(driver, handle, () => Promise.reject(new Error('the machine has no desktop helper')));
+  /** The same command through the machine's desktop helper, on the server's driver. */
+  const helperFloor = async (argv: string[], extra: Partial<DesktopRequest> = {}) =>
+    (await helper({ argv, env: { DISPLAY: ':0', PATH: '/usr/bin:/bin' }, timeoutMs: 30_000, ...extra })).stdout;
+  const shot = { operation: 'screenshot (SDK → PNG)', airlock: [] as number[], floors: [[], [], []] as number[][] };
+  const click = { operation: 'action: click (SDK)', airlock: [] as number[], floors: [[], [], []] as number[][] };
+  const type = { operation: 'action: type 5 characters (SDK)', airlock: [] as number[], floors: [[], [], []] as number[][] };
   rows.push(shot, click, type);
+  const steps = {
+    title: [] as number[],
+    xwd: [] as number[],
+    decode: [] as number[],
+    png: [] as number[],
+    thumbnail: [] as number[],
+    xdotoolClick: [] as number[],
+    helperTitle: [] as number[],
+    helperScreen: [] as number[],
+    helperThumbnail: [] as number[],
+    helperClick: [] as number[],
+    pipelineClick: [] as number[],
+  };
+  await helperFloor(['/usr/bin/xdotool', 'getmouselocation']); // starts the helper, if the screenshot above did not
+  const loadBefore = loadAverage();
   for (let i = 0; i < samples; i++) {
     shot.airlock.push(await timed(() => sandbox.desktop.screenshot()));
-    shot.floor.push(await timed(() => floor(sandbox, ['xwd', '-root', '-silent'])));
+    shot.floors[0]?.push(await timed(() => floor(sandbox, ['xwd', '-root', '-silent'])));
+    shot.floors[1]?.push(await timed(() => agentFloor(driver, handle, ['xwd', '-root', '-silent'])));
+    shot.floors[2]?.push(await timed(() => helperFloor(['/usr/bin/xwd', '-root', '-silent'])));
     click.airlock.push(await timed(() => sandbox.desktop.click(600, 400)));
-    click.floor.push(await timed(() => floor(sandbox, ['xdotool', 'mousemove', '600', '400', 'click', '1'])));
+    click.floors[0]?.push(await timed(() => floor(sandbox, ['xdotool', 'mousemove', '600', '400', 'click', '1'])));
+    click.floors[1]?.push(await timed(() => agentFloor(driver, handle, ['xdotool', 'mousemove', '600', '400', 'click', '1'])));
+    click.floors[2]?.push(await timed(() => helperFloor(['/usr/bin/xdotool', 'mousemove', '600', '400', 'click', '1'])));
     type.airlock.push(await timed(() => sandbox.desktop.type('hello')));
-    type.floor.push(await timed(() => floor(sandbox, ['xdotool', 'type', '--delay', '12', '--', 'hello'])));
+    type.floors[0]?.push(await timed(() => floor(sandbox, ['xdotool', 'type', '--delay', '12', '--', 'hello'])));
+    type.floors[1]?.push(await timed(() => agentFloor(driver, handle, ['xdotool', 'type', '--delay', '12', '--', 'hello'])));
+    type.floors[2]?.push(await timed(() => helperFloor(['/usr/bin/xdotool', 'type', '--delay', '12', '--', 'hello'])));
+    // The steps of a round trip, each alone.
+    steps.title.push(await timed(() => agentFloor(driver, handle, ['xdotool', 'getactivewindow', 'getwindowname'])));
+    let dump = Buffer.alloc(0);
+    steps.xwd.push(await timed(async () => (dump = await agentFloor(driver, handle, ['xwd', '-root', '-silent']))));
+    let pixels = decodeXwd(dump);
+    steps.decode.push(await timed(() => (pixels = decodeXwd(dump))));
+    steps.png.push(await timed(() => encodePng(pixels)));
+    steps.thumbnail.push(await timed(() => encodePng(shrink(pixels, 320, 320))));
+    steps.xdotoolClick.push(await timed(() => agentFloor(driver, handle, ['xdotool', 'mousemove', '600', '400', 'click', '1', 'getmouselocation', '--shell'])));
+    steps.helperTitle.push(await timed(() => helperFloor(['/usr/bin/xdotool', 'getactivewindow', 'getwindowname'])));
+    steps.helperScreen.push(await timed(() => helperFloor(['/usr/bin/xwd', '-root', '-silent'])));
+    steps.helperThumbnail.push(await timed(() => helperFloor(['/usr/bin/xwd', '-root', '-silent'], { shrinkTo: 320 })));
+    steps.pipelineClick.push(await timed(() => server.services.pipeline.submit(sandbox.id, 'desktop.act', { action: 'click', x: 600, y: 400 })));
+    steps.helperClick.push(await timed(() => helperFloor(['/usr/bin/xdotool', 'mousemove', '600', '400', 'click', '--repeat', '1', '--delay', '80', '1', 'getmouselocation', '--shell'])));
   }
-  printComparisons('Desktop round trips (floor: the same command by a bare runsc exec)', rows);
+  printFloorComparisons(`Desktop round trips (load before ${loadBefore}, after ${loadAverage()})`, ['runsc exec', 'agent exec', 'helper'], rows);
+  const stepRow = (name: string, values: number[]) => `| ${name} | ${quantile(values, 0.5).toFixed(1)} | ${quantile(values, 0.99).toFixed(1)} |`;
+  process.stdout.write(
+    [
+      '### Steps of a round trip, each timed alone',
+      '',
+      '| step | p50 (ms) | p99 (ms) |',
+      '|---|---|---|',
+      stepRow('agent exec `xdotool getactivewindow getwindowname` (the title)', steps.title),
+      stepRow('agent exec `xwd -root` (the screen, 4 MB)', steps.xwd),
+      stepRow('decode the dump on the host', steps.decode),
+      stepRow('encode the PNG on the host', steps.png),
+      stepRow('shrink + encode the thumbnail on the host', steps.thumbnail),
+      stepRow('agent exec `xdotool mousemove click getmouselocation`', steps.xdotoolClick),
+      stepRow('helper: the title', steps.helperTitle),
+      stepRow('helper: the screen (4 MB dump, compressed in the machine, inflated on the host)', steps.helperScreen),
+      stepRow('helper: the screen for a thumbnail (every 4th pixel)', steps.helperThumbnail),
+      stepRow('helper: mousemove, click, pointer position', steps.helperClick),
+      stepRow('a click through the pipeline in process (no HTTP, no SDK)', steps.pipelineClick),
+      '',
+      '',
+    ].join('\n'),
+  );
 
   const suspend: number[] = [];
   const resume: number[] = [];

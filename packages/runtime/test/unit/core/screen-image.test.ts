@@ -45,4 +45,31 @@ describe('screen images', () => {
     assert.deepEqual([...half.rgb], [100, 50, 25, 100, 50, 25]);
     assert.equal(shrink(screen, 100, 100), screen);
   });
+
+  it('decodes a dump the same wherever it lies in memory (the word-at-a-time path needs 4-byte alignment)', () => {
+    const dump = xwdDump(13, 5, (x, y) => [x * 19, y * 50, (x * y) % 256], 4);
+    const aligned = decodeXwd(dump);
+    const shifted = Buffer.concat([Buffer.alloc(1), dump]).subarray(1);
+    assert.equal((shifted.byteOffset + 108) % 4, 1, 'the test really shifts the pixels off alignment');
+    assert.ok(decodeXwd(shifted).rgb.equals(aligned.rgb));
+    assert.deepEqual([...aligned.rgb.subarray((4 * 13 + 12) * 3, (4 * 13 + 13) * 3)], [228, 200, 48]);
+  });
+
+  it('shrinks by a whole factor to the average of each block, as by any other factor', () => {
+    const width = 12;
+    const height = 8;
+    const rgb = Buffer.alloc(width * height * 3);
+    for (let index = 0; index < rgb.length; index++) rgb[index] = (index * 37) % 251;
+    const small = shrink({ width, height, rgb }, 3, 3);
+    assert.deepEqual([small.width, small.height], [3, 2]);
+    for (let y = 0; y < 2; y++) {
+      for (let x = 0; x < 3; x++) {
+        for (let channel = 0; channel < 3; channel++) {
+          let sum = 0;
+          for (let sy = y * 4; sy < y * 4 + 4; sy++) for (let sx = x * 4; sx < x * 4 + 4; sx++) sum += rgb[(sy * width + sx) * 3 + channel] as number;
+          assert.equal(small.rgb[(y * 3 + x) * 3 + channel], Math.round(sum / 16), `pixel ${x},${y} channel ${channel}`);
+        }
+      }
+    }
+  });
 });
