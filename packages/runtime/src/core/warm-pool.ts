@@ -161,7 +161,9 @@ export class WarmPool {
       // The identity goes through the agent, the disk and the driver's records through the host: side by side.
       const identity = { hostname: session.id.replace(/_/g, '-'), machineId: randomBytes(16).toString('hex'), entropy: randomBytes(64) };
       const [adopted, personalized] = await Promise.allSettled([
-        this.deps.disks.transfer(machine.poolId, session.id).then((disk) => adopt(machine.handle, { sessionId: session.id, disk: { kind: 'directory', path: disk } })),
+        this.deps.disks
+          .transfer(machine.poolId, session.id)
+          .then((disk) => adopt(machine.handle, { sessionId: session.id, disk: { kind: 'directory', path: disk } })),
         driver.personalize(machine.handle, identity),
       ]);
       if (adopted.status === 'rejected') throw adopted.reason;

@@ -30,7 +30,13 @@ export class ContractAuthorizer implements Authorizer {
     const { contract, cedar, filesystem } = this.compile(session);
     const enforced = contract.enforcement === 'enforce';
     if (!contract.tools.includes(context.tool)) {
-      return { decision: 'deny', policyIds: ['contract.tools'], reason: `the tool ${context.tool} is not in this session's contract (tools: ${contract.tools.join(', ')})`, errors: [], enforced };
+      return {
+        decision: 'deny',
+        policyIds: ['contract.tools'],
+        reason: `the tool ${context.tool} is not in this session's contract (tools: ${contract.tools.join(', ')})`,
+        errors: [],
+        enforced,
+      };
     }
     if (context.tool === 'exec') {
       const refused = Object.keys(context.env).filter((name) => isCodeChangingEnvironment(name) && !contract.exec.allowEnv.includes(name));
