@@ -17,14 +17,23 @@ const TARGET_SESSIONS = 1000;
 
 /** `free -m`'s Mem line: used and available MiB. */
 function memory(): { usedMb: number; availableMb: number } {
-  const line = execFileSync('free', ['-m']).toString().split('\n').find((entry) => entry.startsWith('Mem:')) ?? '';
+  const line =
+    execFileSync('free', ['-m'])
+      .toString()
+      .split('\n')
+      .find((entry) => entry.startsWith('Mem:')) ?? '';
   const fields = line.split(/\s+/).slice(1).map(Number);
   return { usedMb: fields[1] ?? Number.NaN, availableMb: fields[5] ?? Number.NaN };
 }
 
 /** KiB under `dir`: allocated blocks, and apparent size. */
 function diskKib(dir: string): { allocated: number; apparent: number } {
-  const size = (args: string[]) => Number(execFileSync('du', ['-sk', ...args, dir]).toString().split('\t')[0]);
+  const size = (args: string[]) =>
+    Number(
+      execFileSync('du', ['-sk', ...args, dir])
+        .toString()
+        .split('\t')[0],
+    );
   return { allocated: size([]), apparent: size(['--apparent-size']) };
 }
 
@@ -38,7 +47,10 @@ async function idleCpu(): Promise<number> {
 
 /** Host processes of runsc (sandboxes, gofers), counted from ps. */
 function runscProcesses(): number {
-  return execFileSync('ps', ['-eo', 'comm']).toString().split('\n').filter((name) => name.startsWith('runsc') || name === 'exe').length;
+  return execFileSync('ps', ['-eo', 'comm'])
+    .toString()
+    .split('\n')
+    .filter((name) => name.startsWith('runsc') || name === 'exe').length;
 }
 
 /** Creates and suspends `options.suspended` sessions, measures, then kills them all. */
@@ -76,12 +88,24 @@ export function suspendedRow(context: BenchContext): Promise<RowResult> {
     try {
       await Promise.all(Array.from({ length: CONCURRENCY }, worker));
       const createSeconds = (performance.now() - started) / 1000;
+      // The old sandboxes of the suspends are torn down in the background (core/sandbox-teardowns.ts): the
+      // idle figures are taken once the driver lists none of them any more (the first window after a burst of
+      // 60 suspends measured 16% of a core, the next ones 0.2-0.4%).
+      const teardownStarted = performance.now();
+      for (;;) {
+        const left = (await context.driver.list()).filter((listing) => listing.sessionId !== undefined && ids.includes(listing.sessionId)).length;
+        if (left === 0 || performance.now() - teardownStarted > 300_000) break;
+        await sleep(1_000);
+      }
+      const teardownSeconds = (performance.now() - teardownStarted) / 1000;
       await sleep(5_000);
       const sessions = await context.server.services.sessions.list();
       const ours = new Set(ids);
       const suspended = sessions.filter((session) => ours.has(session.id) && session.state === 'suspended').length;
       const listings = await context.driver.list();
-      const sandboxesOfOurs = listings.filter((listing) => listing.sessionId !== undefined && ours.has(listing.sessionId) && (listing.status === 'running' || listing.status === 'paused')).length;
+      const sandboxesOfOurs = listings.filter(
+        (listing) => listing.sessionId !== undefined && ours.has(listing.sessionId) && (listing.status === 'running' || listing.status === 'paused'),
+      ).length;
       const ramAfter = memory();
       const diskAfter = diskKib(dataDir);
       const cpuAfter = await idleCpu();
@@ -98,14 +122,33 @@ export function suspendedRow(context: BenchContext): Promise<RowResult> {
         otherFloors: [],
         met: wanted < TARGET_SESSIONS ? undefined : suspended >= TARGET_SESSIONS && sandboxesOfOurs === 0,
         notes: [
-          `${suspended} of ${wanted} asked suspended in ${createSeconds.toFixed(0)} s (${CONCURRENCY} at a time; create + \`true\` + suspend p50 ${(figure('', perSession).p50 / 1000).toFixed(1)} s each)${failures.length ? `; ${failures.length} failed: ${failures[0]}` : ''}`,
+          `${suspended} of ${wanted} asked suspended in ${createSeconds.toFixed(0)} s (${CONCURRENCY} at a time; create + \`true\` + suspend p50 ${(figure('', perSession).p50 / 1000).toFixed(1)} s each)${failures.length ? `; ${failures.length} failed: ${failures[0]}` : ''}; their old sandboxes were all torn down ${teardownSeconds.toFixed(0)} s after the last suspend`,
           `sandboxes of these sessions running or paused: ${sandboxesOfOurs} (all sandboxes the driver lists: ${listings.length}, warm pool included); runsc processes on the host (other work included) ${runscBefore} before, ${runscAfter} after`,
           `host RAM used (free -m): ${ramBefore.usedMb} MiB before, ${ramAfter.usedMb} MiB after (${ramPerSessionMb.toFixed(2)} MiB per session; other work on the host moves this too); the server's RSS ${(serverRssBefore / 2 ** 20).toFixed(0)} → ${(serverRssAfter / 2 ** 20).toFixed(0)} MiB`,
           `server CPU while idle: ${(cpuBefore * 100).toFixed(2)}% of a core before, ${(cpuAfter * 100).toFixed(2)}% after (${IDLE_WINDOW_MS / 1000} s windows)`,
           `disk per suspended session: ${(perSessionKib / 1024).toFixed(1)} MiB allocated (${((diskAfter.apparent - diskBefore.apparent) / Math.max(1, suspended) / 1024).toFixed(1)} MiB apparent)`,
           wanted < TARGET_SESSIONS ? `not judged: the run asked ${wanted} sessions (--suspended), the target is ${TARGET_SESSIONS}` : '',
         ].filter((note) => note !== ''),
-        details: { wanted, suspended, failures, createSeconds, perSessionMs: perSession, ramBefore, ramAfter, diskBeforeKib: diskBefore, diskAfterKib: diskAfter, cpuIdleBefore: cpuBefore, cpuIdleAfter: cpuAfter, sandboxesOfOurs, sandboxesListed: listings.length, runscBefore, runscAfter, serverRssBefore, serverRssAfter },
+        details: {
+          wanted,
+          suspended,
+          failures,
+          createSeconds,
+          teardownSeconds,
+          perSessionMs: perSession,
+          ramBefore,
+          ramAfter,
+          diskBeforeKib: diskBefore,
+          diskAfterKib: diskAfter,
+          cpuIdleBefore: cpuBefore,
+          cpuIdleAfter: cpuAfter,
+          sandboxesOfOurs,
+          sandboxesListed: listings.length,
+          runscBefore,
+          runscAfter,
+          serverRssBefore,
+          serverRssAfter,
+        },
       };
     } finally {
       const killStarted = performance.now();
