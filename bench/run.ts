@@ -35,7 +35,8 @@ function parseOptions(argv: string[]): HarnessOptions {
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i] ?? '';
     const [name, inline] = flag.split('=', 2) as [string, string | undefined];
-    if (!['--samples', '--only', '--suspended', '--slow-samples', '--fork-rounds', '--trace-calls', '--warm-pool'].includes(name)) fail(`unknown option ${flag}`);
+    if (!['--samples', '--only', '--suspended', '--slow-samples', '--fork-rounds', '--trace-calls', '--warm-pool'].includes(name))
+      fail(`unknown option ${flag}`);
     const value = inline ?? argv[++i];
     if (value === undefined) fail(`${name} needs a value`);
     values.set(name, value as string);
@@ -48,7 +49,10 @@ function parseOptions(argv: string[]): HarnessOptions {
     return value;
   };
   const samples = count('--samples', 20, 1);
-  const only = (values.get('--only') ?? '').split(',').map((row) => row.trim()).filter((row) => row !== '');
+  const only = (values.get('--only') ?? '')
+    .split(',')
+    .map((row) => row.trim())
+    .filter((row) => row !== '');
   const unknown = only.filter((row) => !ROWS.includes(row));
   if (unknown.length > 0) fail(`--only: unknown row ${unknown.join(', ')}; rows are ${ROWS.join(', ')}`);
   return {
@@ -63,7 +67,9 @@ function parseOptions(argv: string[]): HarnessOptions {
 }
 
 function fail(message: string): never {
-  process.stderr.write(`${message}\nusage: npm run bench -- [--samples N] [--only ${ROWS.join(',')}] [--suspended N] [--slow-samples N] [--fork-rounds N] [--trace-calls N] [--warm-pool N]\n`);
+  process.stderr.write(
+    `${message}\nusage: npm run bench -- [--samples N] [--only ${ROWS.join(',')}] [--suspended N] [--slow-samples N] [--fork-rounds N] [--trace-calls N] [--warm-pool N]\n`,
+  );
   process.exit(2);
 }
 
@@ -73,7 +79,10 @@ function publish(report: RunReport, partial: boolean): void {
   process.stdout.write(`\n${table}\n\n`);
   const before = JSON.parse(readFileSync(`${RESULTS_DIR}before.json`, 'utf8')) as BeforeFile;
   const load = report.loadAverage.before[0]?.toFixed(1) ?? '?';
-  writeFileSync(`${RESULTS_DIR}latency.svg`, latencyChart(report.rows, before, `Issue 11: latency per operation, ${report.startedAt.slice(0, 16).replace('T', ' ')} UTC, load ${load}`));
+  writeFileSync(
+    `${RESULTS_DIR}latency.svg`,
+    latencyChart(report.rows, before, `Issue 11: latency per operation, ${report.startedAt.slice(0, 16).replace('T', ' ')} UTC, load ${load}`),
+  );
   const readme = !partial && refreshReadme(README, table);
   process.stdout.write(`wrote ${RESULTS_DIR}latency.svg${readme ? ' and the table in bench/README.md' : ''}\n`);
 }
@@ -95,6 +104,7 @@ const context = await openContext(options, work);
 // Ctrl-C: no sandbox, mount or loop device may outlive the run.
 process.once('SIGINT', () => {
   process.stderr.write('interrupted: killing the sessions and closing the server\n');
+  context.interrupted = true;
   void killAll(context)
     .then(() => context.server.close())
     .then(async () => {

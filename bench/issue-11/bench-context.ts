@@ -26,6 +26,8 @@ export interface HarnessOptions {
 /** The server under test and how to reach it. */
 export interface BenchContext {
   options: HarnessOptions;
+  /** set on Ctrl-C: loops that make sessions stop making more */
+  interrupted?: boolean;
   work: string;
   server: RunningServer;
   connection: { url: string; token: string };
@@ -74,7 +76,9 @@ export interface PoolStatus {
 
 /** GET /v1/warm-pool, or undefined when the server does not answer it. */
 export async function poolStatus(context: BenchContext): Promise<PoolStatus | undefined> {
-  const response = await fetch(`${context.connection.url}/v1/warm-pool`, { headers: { authorization: `Bearer ${context.connection.token}` } }).catch(() => undefined);
+  const response = await fetch(`${context.connection.url}/v1/warm-pool`, { headers: { authorization: `Bearer ${context.connection.token}` } }).catch(
+    () => undefined,
+  );
   if (!response?.ok) return undefined;
   const body = (await response.json().catch(() => undefined)) as PoolStatus | undefined;
   return body && Array.isArray(body.classes) ? body : undefined;

@@ -70,7 +70,8 @@ export function suspendedRow(context: BenchContext): Promise<RowResult> {
     let next = 0;
     const started = performance.now();
     const worker = async (): Promise<void> => {
-      while (next < wanted) {
+      // Ctrl-C stops the workers too: the killing of the sessions must not race new ones (measured: it did).
+      while (next < wanted && !context.interrupted) {
         next += 1;
         const began = performance.now();
         try {

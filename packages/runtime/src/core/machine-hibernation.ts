@@ -133,7 +133,7 @@ export class MachineHibernation {
     });
     // The image is sealed and recorded: the old sandbox is torn down off the suspend's path (a crash
     // meanwhile leaves an orphan for the reconciler: no record holds it any more).
-    this.deps.teardowns.start(driver, handle);
+    await this.deps.teardowns.release(driver, handle);
     if (previous) await this.deps.disposal.drop(previous, 'superseded');
     return suspended;
   }
