@@ -61,6 +61,7 @@ import { NETSTACK_WRAPPER, SandboxNetworks } from './sandbox-network.js';
 import { SandboxRegistry } from './sandbox-registry.js';
 import { CONTAINER_PREFIX, containerIdOf, handleData, storedHandleData, type GvisorHandleData } from './gvisor-handle.js';
 import { checkpointSandbox } from './sandbox-checkpoint.js';
+import { SandboxTeardowns } from '../../core/sandbox-teardowns.js';
 import { sandboxDeath } from './sandbox-death.js';
 
 /** Options of the gVisor driver. */
@@ -114,7 +115,7 @@ export class GvisorDriver implements SandboxDriver {
   private readonly foreground = new Map<string, Promise<number>>();
   private readonly sandboxesDir: string | undefined;
   /** one-shot sandboxes being destroyed after their command answered */
-  private readonly teardowns = new Set<Promise<void>>();
+  private readonly teardowns = new SandboxTeardowns();
 
   constructor(options: GvisorDriverOptions) {
     if ((options.platform as string | undefined) === 'kvm') {
@@ -166,7 +167,7 @@ export class GvisorDriver implements SandboxDriver {
 
   /** Lets go of every agent listener and connection of this process; the sandboxes run on and a later driver adopts them. */
   async close(): Promise<void> {
-    while (this.teardowns.size > 0) await Promise.all([...this.teardowns]);
+    await this.teardowns.drain();
     await this.agents.closeAll();
   }
 
@@ -203,18 +204,10 @@ export class GvisorDriver implements SandboxDriver {
       return { ...outcome, durationMs: Math.round(performance.now() - begun), startMs: Math.round(bootMs + (outcome.startMs ?? 0)) };
     } finally {
       // Off the call's path: once the command has answered, the sandbox's teardown (0.3-1.9 s of process
-      // reaping and cleanup, measured) only delays the caller. `close` waits for it; a crash leaves an orphan
-      // that the reconciler removes.
-      this.tearDownLater(handle ?? this.handleOf(spec));
+      // reaping and cleanup, measured) only delays the caller, unless teardowns fall behind. `close` waits
+      // for them; a crash leaves an orphan that the reconciler removes.
+      await this.teardowns.release(this, handle ?? this.handleOf(spec));
     }
-  }
-
-  /** Destroys a sandbox in the background; `close` waits for every one begun. */
-  private tearDownLater(handle: SandboxHandle): void {
-    const teardown = this.destroy(handle)
-      .catch(() => undefined)
-      .finally(() => this.teardowns.delete(teardown));
-    this.teardowns.add(teardown);
   }
 
   /** See sandbox-checkpoint.ts: the agent parks, then runsc checkpoints a paused sandbox left running. */
@@ -270,8 +263,13 @@ export class GvisorDriver implements SandboxDriver {
    * (~25 ms on an idle host, measured). A sandbox without a freezer cgroup is paused by runsc.
    */
   async pause(handle: SandboxHandle): Promise<void> {
-    await this.requireAlive(handle);
-    if (await freeze(handle.sandboxId)) return;
+    // Frozen, then checked alive from runsc's state file: a `runsc state` spawn first cost every pause ~25 ms.
+    if (await freeze(handle.sandboxId)) {
+      const stored = await this.runsc.storedState(containerIdOf(handle.sandboxId));
+      if (stored && (await isProcessAlive(stored.pid))) return;
+      await thaw(handle.sandboxId);
+      await this.requireAlive(handle);
+    }
     const paused = await this.runsc.run(['pause', containerIdOf(handle.sandboxId)]);
     if (paused.code === 0) return;
     await this.requireAlive(handle);
