@@ -178,6 +178,8 @@ describe('hostile: a token reaches only its own tenant', { timeout: 900_000 }, (
       [operator, 'GET', '/v1/snapshots/{N}'],
       [operator, 'DELETE', '/v1/snapshots/{N}'],
       [operator, 'POST', `/v1/sessions/${mine}/fork`, { count: 1, snapshotId: '{N}' }],
+      // The fork tool of its own session, naming another tenant's snapshot: no existence oracle (issue 22).
+      [operator, 'POST', `/v1/sessions/${mine}/tools/fork`, { count: 1, snapshotId: '{N}' }],
       [approver, 'GET', '/v1/approvals/{P}'],
       [agent, 'GET', '/v1/approvals/{P}'],
       [approver, 'POST', '/v1/approvals/{P}/approve', { reason: 'mine now' }],

@@ -19,7 +19,7 @@ import type { Store } from './store.js';
 import type { SessionRecords } from './session-records.js';
 import type { SessionLocks } from './session-locks.js';
 import type { SandboxSpecs } from './sandbox-specs.js';
-import type { SnapshotService } from './snapshot-service.js';
+import { snapshotNotFound, type SnapshotService } from './snapshot-service.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { freshSeed, type LifecycleHooks } from './lifecycle-hooks.js';
 import type { ImageCatalog, ImageRecord } from './image-catalog.js';
@@ -143,12 +143,8 @@ export class ForkService {
   private async sourceSnapshot(source: ForkSource): Promise<{ snapshot: SnapshotRecord; takenNow: boolean }> {
     const { records, snapshots } = this.deps;
     if (source.snapshotId !== undefined) {
-      // Another session's snapshot is not found among this one's, whatever its state: nothing about it is told.
-      if ('sessionId' in source && source.sessionId !== (await snapshots.get(source.snapshotId)).sessionId) {
-        throw new AirlockError('SNAPSHOT_NOT_FOUND', `session ${source.sessionId} has no snapshot ${source.snapshotId}; list its snapshots with \`airlock snapshots ls --session ${source.sessionId}\``, {
-          details: { snapshotId: source.snapshotId, sessionId: source.sessionId },
-        });
-      }
+      // Another session's snapshot (of this tenant or another) answers exactly as one that does not exist: nothing about it is told.
+      if ('sessionId' in source && source.sessionId !== (await snapshots.get(source.snapshotId)).sessionId) throw snapshotNotFound(source.snapshotId);
       const snapshot = await snapshots.restorable(source.snapshotId);
       if (hasDiskCopy(snapshot)) return { snapshot, takenNow: false };
       const owner = await records.get(snapshot.sessionId);

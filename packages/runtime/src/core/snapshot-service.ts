@@ -39,6 +39,11 @@ export interface RetentionSweeper {
   stop(): void;
 }
 
+/** The 404 of a snapshot that does not exist, also the answer for a snapshot the caller may not name (fork). */
+export function snapshotNotFound(id: string): AirlockError {
+  return new AirlockError('SNAPSHOT_NOT_FOUND', `snapshot ${id} does not exist; list snapshots with \`airlock snapshots ls\``, { details: { snapshotId: id } });
+}
+
 /** Creates, lists, removes and expires snapshots. */
 export class SnapshotService {
   private readonly store: Store;
@@ -143,7 +148,7 @@ export class SnapshotService {
   async get(id: string): Promise<SnapshotRecord> {
     const snapshot = await this.store.getSnapshot(id);
     if (!snapshot) {
-      throw new AirlockError('SNAPSHOT_NOT_FOUND', `snapshot ${id} does not exist; list snapshots with \`airlock snapshots ls\``, { details: { snapshotId: id } });
+      throw snapshotNotFound(id);
     }
     return snapshot;
   }

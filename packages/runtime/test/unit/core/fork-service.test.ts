@@ -116,7 +116,17 @@ describe('ForkService', () => {
       const other = await small.sessions.create({ contract: small.contract() });
       const otherSnapshot = await small.snapshots.create(other.id);
       const third = await small.sessions.create({ contract: small.contract() });
-      await assert.rejects(small.forks.fork({ sessionId: third.id, snapshotId: otherSnapshot.id }, 1), { code: 'SNAPSHOT_NOT_FOUND', message: /has no snapshot/ });
+      // Another session's snapshot answers exactly as a made-up id (no existence oracle): same code, same message, same details.
+      const answer = async (snapshotId: string) => {
+        const error = await small.forks.fork({ sessionId: third.id, snapshotId }, 1).then(
+          () => assert.fail('the fork ran'),
+          (failure: AirlockError) => failure,
+        );
+        return { code: error.code, message: error.message.replaceAll(snapshotId, 'ID'), details: JSON.stringify(error.details).replaceAll(snapshotId, 'ID') };
+      };
+      const foreign = await answer(otherSnapshot.id);
+      assert.equal(foreign.code, 'SNAPSHOT_NOT_FOUND');
+      assert.deepEqual(foreign, await answer('snap_0000000000000000000000000000'));
     } finally {
       await small.close();
     }
