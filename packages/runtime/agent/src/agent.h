@@ -193,6 +193,8 @@ int capability_raise(int capability);
 void capability_lower(int capability);
 /* In a child about to exec: drops every privilege the agent keeps for itself. */
 void capabilities_drop_for_child(void);
+/* pins.c: binds each parent of a rule's mount onto itself (the host's list); 0, or -1 when one failed. */
+int pins_apply(void);
 /* Refuses every mount-changing call to the agent and all it starts (seccomp.c); 0, or -1 with errno. */
 int seccomp_lock_mounts(void);
 

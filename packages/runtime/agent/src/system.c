@@ -146,6 +146,10 @@ void system_boot(void) {
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   keep_agent_only_out_of_effective();
   bound_proc();
+  if (pins_apply() != 0) {
+    /* a rule whose parent can be renamed can be carried away: the machine must not run */
+    _exit(1);
+  }
   /* After the agent's last mount: from here on nothing in the machine can change its mounts (the contract's rules). */
   if (seccomp_lock_mounts() != 0) {
     log_line("airlock-agent: installing the seccomp filter failed: %s", strerror(errno));

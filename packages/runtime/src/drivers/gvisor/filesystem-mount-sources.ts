@@ -16,7 +16,7 @@
 import { chmod, copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FilesystemRules } from '../../core/session-contract.js';
-import { hasFilesystemRules, planFilesystemMounts, type FilesystemMountPlan, type PlannedMount } from './filesystem-mounts.js';
+import { agentPinsOf, hasFilesystemRules, planFilesystemMounts, type FilesystemMountPlan, type PlannedMount } from './filesystem-mounts.js';
 import type { RuleMounts } from './oci-spec.js';
 import { createdHostPath, safeHostPath, type HostPath } from './safe-host-path.js';
 import { prepareImageMountPoints } from './image-mount-points.js';
@@ -83,6 +83,7 @@ export async function ruleMountsOf(prepared: PreparedRules, layout: MountSourceL
     rootReadonly: plan.rootReadonly,
     workspaceReadonly: plan.workspaceReadonly,
     mounts: resolved.mounts,
+    pins: agentPinsOf([...(resolved.tmp ? [resolved.tmp.destination] : []), ...resolved.mounts.map((mount) => mount.destination)]),
     ...(resolved.tmp ? { tmp: resolved.tmp } : {}),
   };
 }

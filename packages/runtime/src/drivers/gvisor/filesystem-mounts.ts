@@ -19,7 +19,9 @@
  * - a mount is made only where the access changes, and every directory
  *   between /workspace and a mount under it is itself a mount (bound to
  *   itself), so that renaming a parent cannot move the protected path away
- *   (the kernel answers EBUSY for a mount point);
+ *   (the kernel answers EBUSY for a mount point); outside /workspace the
+ *   agent pins the parents the same way at boot (`agentPinsOf`, agent/src/pins.c),
+ *   since a bind from the host there would bypass the root's overlay;
  * - /etc/machine-id stays writable when a rule would make it read-only, for
  *   the identity a fork branch gets (an exception, documented).
  */
@@ -141,6 +143,25 @@ function withPins(made: readonly PlannedMount[], plan: FilesystemMountPlan): Pla
     }
   }
   return [...made, ...pins.values()].sort((a, b) => depth(a.destination) - depth(b.destination) || a.destination.localeCompare(b.destination));
+}
+
+/**
+ * The directories the agent binds onto itself at boot (agent/src/pins.c): every parent of a mount
+ * outside /workspace, up to but excluding `/`, that is not a mount already; outermost first. Under
+ * /workspace the plan's own pins do it. `destinations` are all the spec's mounts of the rules.
+ */
+export function agentPinsOf(destinations: readonly string[]): string[] {
+  const mounted = new Set([WORKSPACE, ...SYSTEM_PATHS, ...destinations]);
+  const pins = new Set<string>();
+  for (const destination of destinations) {
+    if (within(destination, WORKSPACE) || regionOf(destination) === 'system') continue;
+    const parts = destination.split('/').filter((part) => part !== '');
+    for (let index = 1; index < parts.length; index++) {
+      const parent = `/${parts.slice(0, index).join('/')}`;
+      if (!mounted.has(parent)) pins.add(parent);
+    }
+  }
+  return [...pins].sort((a, b) => depth(a) - depth(b) || a.localeCompare(b));
 }
 
 function within(path: string, prefix: string): boolean {

@@ -46,6 +46,8 @@ export interface RuleMounts {
   tmp?: OciMount;
   /** outermost first, after /workspace and before the network's files */
   mounts: readonly OciMount[];
+  /** parents of the mounts outside /workspace, which the agent binds onto itself at boot (not in the spec: agent/src/pins.c) */
+  pins: readonly string[];
 }
 
 /** Capabilities of the session's processes: runsc's defaults, root inside but without CAP_SYS_RESOURCE/SYS_ADMIN, so RLIMIT_NPROC binds. */

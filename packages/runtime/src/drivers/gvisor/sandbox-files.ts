@@ -126,6 +126,10 @@ export async function prepareSandboxFiles(options: {
   });
   const layout = { workspaceHostDir: paths.workspaceDir, rootfsView: paths.rootfsView, diskDir: spec.diskDir, stateDir: spec.stateDir };
   const rules = prepared ? await ruleMountsOf(prepared, layout) : undefined;
+  // The rules' parents outside /workspace, which the agent pins at boot (agent/src/pins.c); only the agent can enter this directory.
+  const pinsFile = join(agentSocketDir, 'pins');
+  if (rules && rules.pins.length > 0) await writeFile(pinsFile, rules.pins.map((path) => `${path}\0`).join(''), { mode: 0o600 });
+  else await rm(pinsFile, { force: true });
   const config = buildOciSpec({
     sandboxId: spec.sandboxId,
     rootPath: paths.rootfsView,

@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FilesystemRules } from '../../../src/core/session-contract.js';
-import { hasFilesystemRules, planFilesystemMounts } from '../../../src/drivers/gvisor/filesystem-mounts.js';
+import { agentPinsOf, hasFilesystemRules, planFilesystemMounts } from '../../../src/drivers/gvisor/filesystem-mounts.js';
 import { prepareRules, resolveRuleMounts, ruleMountsOf, type MountSourceLayout } from '../../../src/drivers/gvisor/filesystem-mount-sources.js';
 import { buildOciSpec } from '../../../src/drivers/gvisor/oci-spec.js';
 
@@ -72,6 +72,17 @@ describe('filesystem mount plan', () => {
       ['/workspace/a read-only', '/etc/machine-id read-write'],
       'allowWrite inside a denyWrite stays read-only: no mount, no pin',
     );
+  });
+
+  it('has the agent pin every parent of a mount outside /workspace, outermost first, up to but not /', () => {
+    assert.deepEqual(agentPinsOf(['/tmp', '/tmp/locked/sub', '/usr/local/bin', '/etc/ssl/certs', '/etc/machine-id', '/workspace/a/b', '/opt']), [
+      '/etc',
+      '/usr',
+      '/etc/ssl',
+      '/tmp/locked',
+      '/usr/local',
+    ]);
+    assert.deepEqual(agentPinsOf(['/usr', '/workspace/x/y']), [], 'a top-level mount has no parent to pin; /workspace pins its own in the plan');
   });
 
   it("keeps /etc/machine-id writable under a read-only rule, for a fork branch's identity", () => {
