@@ -3,6 +3,7 @@ export { Sandbox, type SandboxCreateOptions } from './sandbox.js';
 export { Commands, type RunOptions, type DetachedProcess } from './commands.js';
 export { Files, callTool } from './files.js';
 export { Approvals } from './approvals.js';
+export { Audit } from './audit.js';
 export { Secrets, updateSessionNetwork, type SecretInfo } from './secrets.js';
 export { Snapshots } from './snapshots.js';
 export { Tokens, Tenants, type TokenInfo, type TokenRole, type CreatedToken, type TenantInfo, type TenantQuotas } from './tokens.js';
@@ -24,6 +25,7 @@ export {
 export type {
   ApprovalInfo,
   AuditRecord,
+  AuditReport,
   AuditVerification,
   CallTiming,
   CommandResult,

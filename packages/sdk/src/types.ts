@@ -23,6 +23,8 @@ export type ApprovalInfo = Schemas['Approval'];
 export type AuditRecord = Schemas['AuditRecord'];
 /** Result of verifying an audit chain. */
 export type AuditVerification = Schemas['AuditVerification'];
+/** Result of verifying every chain at once: the failed ones, and those the database lost. */
+export type AuditReport = Schemas['AuditReport'];
 /** A snapshot: memory, processes and (unless taken at suspend) disk of a session at one instant. */
 export type SnapshotInfo = Schemas['Snapshot'];
 /** A fork branch that was not created, or failed, with its cause. */

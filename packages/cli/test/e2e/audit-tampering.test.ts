@@ -4,7 +4,10 @@
  * the head file edits, deletes, truncates, wipes or recomputes a session's
  * chain; `airlock audit verify` exits 1 naming the first bad record or the
  * missing tail each time. `airlock audit export` prints the records and the
- * signed head as JSON lines.
+ * signed head as JSON lines, and refuses a chain whose tail was deleted.
+ * Issue 22, item 7: the system chain (`audit verify --system`: an edited
+ * token record) and every chain at once (`audit verify --all`: a session the
+ * database lost whole is reported missing).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,6 +46,12 @@ describe('audit verify finds every tampering of a database writer', () => {
       assert.equal(installation.cli(['audit', 'verify', id]).code, 0);
       sessions.push(id);
     }
+    // A token.created record on the system chain, and both installation-wide checks pass before any tampering.
+    assert.equal(installation.cli(['tokens', 'create', '--tenant', 'acme', '--role', 'operator', '--json']).code, 0);
+    const system = installation.cli(['audit', 'verify', '--system']);
+    assert.equal(system.code, 0, system.stdout + system.stderr);
+    const all = installation.cli(['audit', 'verify', '--all']);
+    assert.equal(all.code, 0, all.stdout + all.stderr);
   });
   after(async () => {
     await installation?.destroy();
@@ -92,6 +101,11 @@ describe('audit verify finds every tampering of a database writer', () => {
     await installation.writeStore(both('DELETE FROM audit_records WHERE session_id = $1 AND seq > 4'), [id]);
     await installation.writeStore(both('UPDATE audit_heads SET seq = 4, hash = $1 WHERE session_id = $2'), [fourth?.hash, id]);
     verifyFails(id, new RegExp(`^FAILED at record 5: truncated: .*records 5–${total} are missing`));
+    // No signed head over the shortened chain.
+    const exported = installation.cli(['audit', 'export', id]);
+    assert.notEqual(exported.code, 0, exported.stdout);
+    assert.match(exported.stderr, /AUDIT_CHAIN_TRUNCATED: .*ends at record 4/);
+    assert.doesNotMatch(exported.stdout, /"kind":"head"/);
   });
 
   it('all records deleted', async () => {
@@ -119,5 +133,41 @@ describe('audit verify finds every tampering of a database writer', () => {
     }
     await installation.writeStore(both('UPDATE audit_heads SET hash = $1 WHERE session_id = $2'), [prevHash, id]);
     verifyFails(id, /^FAILED at record \d+: forged: .*differs from the head kept outside the database/);
+  });
+
+  it('an edited token.created record of the system chain: `audit verify --system` names it', async () => {
+    const lines = installation
+      .cli(['audit', 'export', '--system'])
+      .stdout.trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Entry & { kind: string });
+    const created = lines.find((line) => line.kind === 'record' && line.type === 'token.created' && line.data['role'] === 'operator');
+    assert.ok(created, 'the token.created record is on the system chain');
+    await installation.writeStore(
+      {
+        sqlite: "UPDATE audit_records SET data = ? WHERE session_id = '' AND seq = ?",
+        postgres: "UPDATE audit_records SET data = $1::json WHERE session_id = '' AND seq = $2",
+      },
+      [JSON.stringify({ ...created.data, role: 'admin' }), created.seq],
+    );
+    const verify = installation.cli(['audit', 'verify', '--system']);
+    assert.equal(verify.code, 1, verify.stdout);
+    assert.match(verify.stdout, new RegExp(`^FAILED at record ${created.seq}: edited: record ${created.seq} \\(token.created\\)`));
+  });
+
+  it('a session deleted whole (rows, chain, head): `audit verify --all` reports it missing', async () => {
+    const id = sessions[3] ?? '';
+    // Terminated first, so that its disk goes with it; then every trace of it leaves the database.
+    assert.equal(installation.cli(['sessions', 'rm', id]).code, 0);
+    for (const table of ['audit_records', 'audit_heads']) await installation.writeStore(both(`DELETE FROM ${table} WHERE session_id = $1`), [id]);
+    assert.equal(await installation.writeStore(both('DELETE FROM sessions WHERE id = $1'), [id]), 1);
+    const verify = installation.cli(['audit', 'verify', '--all', '--json']);
+    assert.equal(verify.code, 1, verify.stdout);
+    const report = JSON.parse(verify.stdout) as { ok: boolean; missing: string[]; failed: { sessionId: string; missing: boolean }[] };
+    assert.deepEqual(report.missing, [id]);
+    assert.deepEqual(report.failed.map((chain) => chain.sessionId).sort(), ['', ...sessions].sort(), 'every tampered chain, the system chain included');
+    const text = installation.cli(['audit', 'verify', '--all']);
+    assert.equal(text.code, 1);
+    assert.match(text.stdout, new RegExp(`^${id}: MISSING`, 'm'));
   });
 });

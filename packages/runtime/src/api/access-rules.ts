@@ -82,6 +82,10 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /v1/sessions/:id/audit': 'session.read',
   'GET /v1/sessions/:id/audit/verify': 'session.read',
   'GET /v1/sessions/:id/audit/export': 'session.read',
+  // The system chain and every chain at once (routes/audit-routes.ts): admin only.
+  'GET /v1/audit/system/verify': 'token.manage',
+  'GET /v1/audit/system/export': 'token.manage',
+  'GET /v1/audit/verify': 'token.manage',
   'POST /v1/sessions/:id/suspend': 'session.manage',
   'POST /v1/sessions/:id/resume': 'session.manage',
   'POST /v1/sessions/:id/pause': 'session.manage',

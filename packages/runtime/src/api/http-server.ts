@@ -30,6 +30,7 @@ import { permissionOf, roleMay, ROLE_PERMISSIONS } from './access-rules.js';
 import { TenantScope } from './tenant-scope.js';
 import { registerTokenRoutes } from './routes/token-routes.js';
 import { registerTenantRoutes } from './routes/tenant-routes.js';
+import { registerAuditRoutes } from './routes/audit-routes.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivityFeed } from './activity-feed.js';
 import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
@@ -197,6 +198,7 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   const document = openApiDocument(options.version);
   app.get('/openapi.json', async () => document);
   registerSessionRoutes(app, services);
+  registerAuditRoutes(app, services);
   registerToolRoutes(app, services);
   registerApprovalRoutes(app, services, scope);
   registerImageRoutes(app, services);

@@ -119,6 +119,25 @@ export function openApiDocument(version: string): Record<string, unknown> {
           },
         }),
       },
+      '/v1/audit/system/verify': {
+        get: op('verify the system chain (token, tenant and secret records; sessionId is empty), admin only', {}, 'AuditVerification'),
+      },
+      '/v1/audit/system/export': {
+        get: op('every record of the system chain, then its head signed with the audit key, as JSON lines; admin only', {
+          responses: {
+            '200': { description: 'JSON lines', content: { 'application/x-ndjson': { schema: { type: 'string' } } } },
+            '4XX': errorResponse,
+            '5XX': errorResponse,
+          },
+        }),
+      },
+      '/v1/audit/verify': {
+        get: op(
+          'verify every chain: the system chain, every session, and every chain the head file outside the database names (those the database lost are listed in missing); admin only',
+          {},
+          'AuditReport',
+        ),
+      },
       '/v1/sessions/{id}/exec': {
         parameters: [idParam, { name: 'stream', in: 'query', schema: { type: 'boolean' } }],
         post: op('run a command; with stream=true the answer is NDJSON lines {type: stdout|stderr (base64 data) | outcome | error}', {

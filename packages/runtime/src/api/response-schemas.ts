@@ -116,6 +116,17 @@ const auditVerification = z.object({
   problem: z.object({ seq: z.number(), kind: z.string(), message: z.string() }).optional(),
 });
 
+/** Every chain at once (`GET /v1/audit/verify`). */
+const auditReport = z.object({
+  ok: z.boolean(),
+  /** chains checked: every one in the database, and every one the head file outside it names */
+  chains: z.number(),
+  /** the chains that failed ('' is the system chain); missing: the database lost it whole, the head file still names it */
+  failed: z.array(auditVerification.extend({ missing: z.boolean() })),
+  /** ids of the chains the database lost */
+  missing: z.array(z.string()),
+});
+
 const fileInfo = z.object({
   name: z.string(),
   path: z.string(),
@@ -204,6 +215,7 @@ export const RESPONSE_SCHEMAS = {
   AuditRecord: auditRecord,
   AuditLog: z.object({ sessionId: z.string(), records: z.array(auditRecord) }),
   AuditVerification: auditVerification,
+  AuditReport: auditReport,
   FileInfo: fileInfo,
   Image: image,
   ImageList: z.object({ images: z.array(image) }),

@@ -48,6 +48,10 @@ export class AuditHeadFile implements AuditAnchor {
     return this.heads.get(sessionId);
   }
 
+  chains(): string[] {
+    return [...this.heads.keys()];
+  }
+
   /** Closes the file. */
   close(): void {
     closeSync(this.fd);

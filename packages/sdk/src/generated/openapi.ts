@@ -389,6 +389,168 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit/system/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** every record of the system chain, then its head signed with the audit key, as JSON lines; admin only */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description JSON lines */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/x-ndjson": string;
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit/system/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** verify the system chain (token, tenant and secret records; sessionId is empty), admin only */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AuditVerification"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** verify every chain: the system chain, every session, and every chain the head file outside the database names (those the database lost are listed in missing); admin only */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description ok */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AuditReport"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -3732,6 +3894,26 @@ export interface components {
             sessionId: string;
             type: string;
         };
+        AuditReport: {
+            chains: number;
+            failed: {
+                anchoredSeq: number | null;
+                /** @enum {string} */
+                authenticity: "keyed" | "legacy" | "mixed" | "none";
+                missing: boolean;
+                note?: string;
+                ok: boolean;
+                problem?: {
+                    kind: string;
+                    message: string;
+                    seq: number;
+                };
+                records: number;
+                sessionId: string;
+            }[];
+            missing: string[];
+            ok: boolean;
+        };
         AuditVerification: {
             anchoredSeq: number | null;
             /** @enum {string} */
@@ -3849,7 +4031,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "LOGIN_EXPIRED" | "CSRF_REJECTED" | "ORIGIN_FORBIDDEN" | "HOST_FORBIDDEN" | "POLICY_DENIED" | "FILE_ACCESS_DENIED" | "ROLE_FORBIDDEN" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "SECRET_NOT_FOUND" | "TOKEN_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "SESSION_DEGRADED" | "SESSION_NOT_OWNED" | "LEASE_LOST" | "NODE_LOST" | "WRITE_CONFLICT" | "DESKTOP_UNAVAILABLE" | "SCREEN_CHANGED" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "FILE_CHANGED" | "SANDBOX_INCOMPATIBLE" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "SNAPSHOT_INCOMPATIBLE" | "DISK_FULL" | "PORT_UNREACHABLE" | "NOT_AVAILABLE" | "DRIVER_UNAVAILABLE" | "OBJECT_STORAGE_UNAVAILABLE" | "NODE_UNREACHABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "SANDBOX_NOT_ANSWERING" | "AUDIT_UNAVAILABLE" | "INTERNAL";
+                code: "INVALID_ARGUMENTS" | "INVALID_REQUEST" | "INVALID_CONTRACT" | "UNAUTHORIZED" | "LOGIN_EXPIRED" | "CSRF_REJECTED" | "ORIGIN_FORBIDDEN" | "HOST_FORBIDDEN" | "POLICY_DENIED" | "FILE_ACCESS_DENIED" | "ROLE_FORBIDDEN" | "APPROVAL_DENIED" | "APPROVAL_EXPIRED" | "RUNAWAY_DETECTED" | "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED" | "NOT_FOUND" | "SESSION_NOT_FOUND" | "IMAGE_NOT_FOUND" | "SNAPSHOT_NOT_FOUND" | "APPROVAL_NOT_FOUND" | "SECRET_NOT_FOUND" | "TOKEN_NOT_FOUND" | "FILE_NOT_FOUND" | "INVALID_STATE" | "SESSION_BUSY" | "SESSION_DEGRADED" | "SESSION_NOT_OWNED" | "LEASE_LOST" | "NODE_LOST" | "WRITE_CONFLICT" | "DESKTOP_UNAVAILABLE" | "SCREEN_CHANGED" | "APPROVAL_ALREADY_DECIDED" | "IMAGE_EXISTS" | "FILE_EXISTS" | "FILE_CHANGED" | "SANDBOX_INCOMPATIBLE" | "AUDIT_CHAIN_TRUNCATED" | "EDIT_NO_MATCH" | "EDIT_AMBIGUOUS" | "NOT_A_DIRECTORY" | "IS_A_DIRECTORY" | "PAYLOAD_TOO_LARGE" | "INVALID_IMAGE" | "SNAPSHOT_CORRUPT" | "SNAPSHOT_INCOMPATIBLE" | "DISK_FULL" | "PORT_UNREACHABLE" | "NOT_AVAILABLE" | "DRIVER_UNAVAILABLE" | "OBJECT_STORAGE_UNAVAILABLE" | "NODE_UNREACHABLE" | "DRIVER_FAILED" | "SANDBOX_DIED" | "SANDBOX_NOT_ANSWERING" | "AUDIT_UNAVAILABLE" | "INTERNAL";
                 details?: Record<string, never>;
                 message: string;
             };
