@@ -146,6 +146,38 @@ describe('audit chain: keyed hashes and heads kept outside the database', () => 
     assert.match(result.problem?.message ?? '', /no records at all, but the head kept outside the database says 5 were written/);
   });
 
+  it('refuses to export a chain shorter than the head kept outside the database: no signed head over what is left', async () => {
+    const third = b.rows()[2];
+    b.sql("DELETE FROM audit_records WHERE session_id = 'ses_a' AND seq > 3");
+    b.sql("UPDATE audit_heads SET seq = 3, hash = ? WHERE session_id = 'ses_a'", third?.hash);
+    const { store, audit, anchor } = b.open();
+    try {
+      await assert.rejects(audit.exportChain(store, 'ses_a'), { code: 'AUDIT_CHAIN_TRUNCATED', message: /ends at record 3, but .* says 5 were written/ });
+      assert.equal((await audit.exportChain(store, 'ses_b')).at(-1)?.kind, 'head', 'control: an intact chain exports');
+    } finally {
+      await store.close();
+      anchor.close();
+    }
+  });
+
+  it('verifies every chain at once, and reports one the database lost whole as missing', async () => {
+    const { store, audit, anchor } = b.open();
+    try {
+      assert.deepEqual(await audit.verifyAll(store), { ok: true, chains: 3, failed: [], missing: [] }, 'the system chain, ses_a and ses_b');
+      b.sql("DELETE FROM audit_records WHERE session_id = 'ses_b'");
+      b.sql("DELETE FROM audit_heads WHERE session_id = 'ses_b'");
+      const report = await audit.verifyAll(store);
+      assert.deepEqual([report.ok, report.chains, report.missing], [false, 3, ['ses_b']]);
+      assert.deepEqual(
+        report.failed.map((chain) => [chain.sessionId, chain.missing, chain.problem?.kind]),
+        [['ses_b', true, 'empty']],
+      );
+    } finally {
+      await store.close();
+      anchor.close();
+    }
+  });
+
   it('finds a chain recomputed without the key (plain SHA-256, as the old chains were)', async () => {
     b.sql("UPDATE audit_records SET data = '{\"i\":42}' WHERE session_id = 'ses_a' AND seq = 2");
     rewriteChain(b, hashRecord);
