@@ -72,6 +72,9 @@ describe('hostile: the parents of a filesystem rule cannot be renamed', { timeou
 
   it('renaming or removing a parent or an ancestor of a rule path fails, for denyWrite, readOnly and denyRead, in the image and in /tmp', async () => {
     await attack('started');
+    // A per-call sandbox over the same disk boots its own agent: pinned there too.
+    const fresh = await api.run(session, 'mv /usr/local /usr/local.moved && mkdir -p /usr/local/bin && echo x > /usr/local/bin/planted', { ephemeral: true });
+    assert.notEqual(fresh.exitCode, 0, 'per-call sandbox: renaming /usr/local worked');
   });
 
   it('the pins hold after a suspend and resume', async () => {
