@@ -23,10 +23,7 @@ export function registerApprovalCommands(program: Command): void {
     .action(async (options: { all?: boolean; json?: boolean }) => {
       const list = await new Approvals(new Connection(cliConnection())).list({ all: Boolean(options.all) });
       if (options.json) return printJson(list);
-      printTable(
-        ['ID', 'SESSION', 'STATE', 'CALL', 'REASON'],
-        list.map((a) => [a.id, a.sessionId, a.state, describeCall(a.call), a.reason]),
-      );
+      printTable(['ID', 'SESSION', 'STATE', 'CALL', 'REASON'], list.map((a) => [a.id, a.sessionId, a.state, describeCall(a.call), a.reason]));
     });
 
   for (const verdict of ['approve', 'deny'] as const) {
@@ -38,10 +35,7 @@ export function registerApprovalCommands(program: Command): void {
       .action(async (id: string, options: { reason?: string; json?: boolean }) => {
         const client = new Approvals(new Connection(cliConnection()));
         const by = process.env['USER'] ?? 'cli';
-        const decided =
-          verdict === 'approve'
-            ? await client.approve(id, { by, ...(options.reason ? { reason: options.reason } : {}) })
-            : await client.deny(id, { by, ...(options.reason ? { reason: options.reason } : {}) });
+        const decided = verdict === 'approve' ? await client.approve(id, { by, ...(options.reason ? { reason: options.reason } : {}) }) : await client.deny(id, { by, ...(options.reason ? { reason: options.reason } : {}) });
         if (options.json) printJson(decided);
         else process.stdout.write(`${decided.id} ${decided.state}\n`);
       });
@@ -81,14 +75,7 @@ export function registerApprovalCommands(program: Command): void {
       if (options.json) return printJson(records);
       for (const record of records) {
         const data = record.data;
-        const summary = [
-          data['gen_ai.tool.name'],
-          data['decision'],
-          data['policyIds'] ? `[${(data['policyIds'] as string[]).join(',')}]` : undefined,
-          data['exitCode'] !== undefined ? `exit=${String(data['exitCode'])}` : undefined,
-          data['code'],
-          data['reason'],
-        ]
+        const summary = [data['gen_ai.tool.name'], data['decision'], data['policyIds'] ? `[${(data['policyIds'] as string[]).join(',')}]` : undefined, data['exitCode'] !== undefined ? `exit=${String(data['exitCode'])}` : undefined, data['code'], data['reason']]
           .filter((part) => part !== undefined && part !== '')
           .join(' ');
         process.stdout.write(`${String(record.seq).padStart(5)}  ${record.at}  ${record.type.padEnd(28)} ${summary}\n`);
