@@ -68,6 +68,8 @@ import { listFromEnvironment, normalizeAllowedOrigin, parseAllowedHost } from '.
 import type { AirlockServices } from './api/airlock-services.js';
 import { tapAuditAppends } from './api/audit-tap.js';
 import { ActivityFeed } from './api/activity-feed.js';
+import { AirlockMetrics } from './telemetry/airlock-metrics.js';
+import { listenForMetrics } from './telemetry/metrics-listener.js';
 import { Authentication, installationTokens } from './api/authentication.js';
 import { ApiTokens } from './core/api-tokens.js';
 import { DEFAULT_TENANT } from './core/tenancy.js';
@@ -114,6 +116,10 @@ export interface ServeOptions {
   consoleDir?: string;
   /** lifetime of a console login; default $AIRLOCK_CONSOLE_LOGIN_SECONDS, else 12 hours */
   consoleLoginSeconds?: number;
+  /** label metrics with tenant names (`--metrics-tenants`); off by default */
+  metricsTenants?: boolean;
+  /** also serve `GET /metrics` without a token on this address (`--metrics-listen`), for a Prometheus that holds no token */
+  metricsListen?: { host: string; port: number };
   /** this data dir's node id (`--node-id`); default: the one made at its first start */
   nodeId?: string;
   /** join a cluster: the address other nodes reach this one at, http://HOST:PORT (`--advertise`); needs a PostgreSQL store and `objects` */
@@ -140,6 +146,8 @@ export interface RunningServer {
   services: AirlockServices;
   reconciled: ReconcileReport;
   http: FastifyInstance;
+  /** where `GET /metrics` answers without a token, when `metricsListen` was given */
+  metricsUrl: string | undefined;
   /** the object-storage side of snapshots, when `objects` was given */
   objects: ObjectSnapshotArtifacts | undefined;
   /** this node's membership of a cluster, when `advertise` was given */
@@ -337,6 +345,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   for (const change of ['requested', 'decided', 'settled'] as const) {
     core.approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
   }
+  const metrics = new AirlockMetrics({ store, warmPool: () => core.pool.status() }, { tenantLabels: options.metricsTenants ?? false });
+  const unmeter = activity.subscribe((event) => (event.kind === 'audit' ? metrics.recordAudit(event.record) : metrics.recordApproval(event.approval)));
   // Sessions from before owners existed: an embedded store only ever had this data dir's.
   if (store.kind === 'sqlite') await core.records.claimUnowned();
   const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, drivers, specs: core.specs, disks, artifacts });
@@ -436,6 +446,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     logger: options.logger ?? false,
     authentication,
     activity,
+    metrics,
     console: ConsoleAssets.load(options.consoleDir ?? defaultConsoleAssetsDir()),
     listenHost: options.host,
     allowedOrigins,
@@ -443,6 +454,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     allowedHosts: cluster ? [...allowedHosts, new URL(cluster.address).host] : allowedHosts,
   });
   await http.listen({ host: options.host, port: options.port });
+  const metricsListener = options.metricsListen ? await listenForMetrics(metrics, options.metricsListen) : undefined;
   writeFileSync(layout.pidFile, `${process.pid}\n`);
   await membership?.join();
   const address = http.server.address();
@@ -459,6 +471,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     membership,
     reconciled,
     http,
+    metricsUrl: metricsListener?.url,
     async close() {
       await membership?.leave();
       retention.stop();
@@ -466,6 +479,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await core.takeovers.close();
       await core.terminals.close();
       await http.close();
+      await metricsListener?.close();
+      unmeter();
       // Warm machines belong to no session: nothing would adopt them at the next start.
       await core.pool.close();
       await core.teardowns.drain();

@@ -33,6 +33,7 @@ import { registerTenantRoutes } from './routes/tenant-routes.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivityFeed } from './activity-feed.js';
 import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
+import type { AirlockMetrics } from '../telemetry/airlock-metrics.js';
 
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -66,6 +67,8 @@ export interface HttpServerOptions {
   authentication: Authentication;
   /** what happened, for GET /v1/events */
   activity: ActivityFeed;
+  /** the server's Prometheus metrics, for GET /metrics */
+  metrics?: AirlockMetrics;
   /** the web console served at / */
   console: ConsoleAssets;
   /** the address the server listens on; its names are the ones the Host header may carry (default 127.0.0.1) */
@@ -79,7 +82,15 @@ export interface HttpServerOptions {
 /** Paths of the API; everything else is the web console, served without authentication. */
 function isApiPath(url: string): boolean {
   const path = url.split('?')[0] ?? '';
-  return path === '/v1' || path.startsWith('/v1/') || path === '/mcp' || path.startsWith('/mcp/') || path === '/healthz' || path === '/openapi.json';
+  return (
+    path === '/v1' ||
+    path.startsWith('/v1/') ||
+    path === '/mcp' ||
+    path.startsWith('/mcp/') ||
+    path === '/healthz' ||
+    path === '/openapi.json' ||
+    path === '/metrics'
+  );
 }
 
 /** Routes that answer without an identity. */
@@ -196,6 +207,13 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   app.get('/healthz', async () => ({ ok: true, version: options.version }));
   const document = openApiDocument(options.version);
   app.get('/openapi.json', async () => document);
+  const metrics = options.metrics;
+  if (metrics) {
+    app.get('/metrics', async (_request, reply) => {
+      const { contentType, body } = await metrics.exposition();
+      return reply.type(contentType).send(body);
+    });
+  }
   registerSessionRoutes(app, services);
   registerToolRoutes(app, services);
   registerApprovalRoutes(app, services, scope);

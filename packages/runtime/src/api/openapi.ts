@@ -255,7 +255,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
             required: ['tenant'],
             properties: {
               tenant: { type: 'string' },
-              role: { type: 'string', enum: ['admin', 'operator', 'approver', 'agent'] },
+              role: { type: 'string', enum: ['admin', 'operator', 'approver', 'agent', 'metrics'] },
               name: { type: 'string', maxLength: 200 },
             },
           }),

@@ -3338,7 +3338,7 @@ export interface paths {
                     "application/json": {
                         name?: string;
                         /** @enum {string} */
-                        role?: "admin" | "operator" | "approver" | "agent";
+                        role?: "admin" | "operator" | "approver" | "agent" | "metrics";
                         tenant: string;
                     };
                 };
@@ -4100,7 +4100,7 @@ export interface components {
                 kind: "token" | "console";
                 name: string;
                 /** @enum {string} */
-                role: "admin" | "operator" | "approver" | "agent";
+                role: "admin" | "operator" | "approver" | "agent" | "metrics";
                 tenant: string;
                 tokenId: string;
             };
