@@ -35,6 +35,12 @@ async function parseMetricsListen(listen: string): Promise<{ host: string; port:
   }
 }
 
+async function parseLogLevel(text: string): Promise<import('@airlock/runtime').LogLevel> {
+  const { isLogLevel, LOG_LEVELS, AirlockError } = await runtime();
+  if (!isLogLevel(text)) throw new AirlockError('INVALID_ARGUMENTS', `--log-level takes one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(text)}`);
+  return text;
+}
+
 /** Machines kept warm per class of session when `--warm-pool` is not given. */
 const DEFAULT_WARM_POOL = 2;
 /** More would only hold memory: a pool refills one machine at a time. */
@@ -64,7 +70,11 @@ export function registerHostCommands(program: Command): void {
     .option('--data-dir <dir>', 'where Airlock keeps its state', defaultDataDir())
     .option('--listen <host:port>', 'address to listen on', DEFAULT_LISTEN)
     .option('--store <url>', 'keep state in PostgreSQL (postgres://USER@HOST:PORT/DB); default $AIRLOCK_STORE_URL, else SQLite in the data dir')
-    .option('--log', 'log every request')
+    .option('--log', 'kept for old scripts: every request is logged at the default level, info')
+    .option(
+      '--log-level <level>',
+      'JSON lines on stdout: debug | info (requests, lifecycle, errors) | warn | error | off; default $AIRLOCK_LOG_LEVEL, else info',
+    )
     .option('--allowed-origin <url>', 'let web pages of this origin call the server (repeatable; also AIRLOCK_ALLOWED_ORIGINS, comma-separated)', collect, [])
     .option(
       '--allowed-host <name>',
@@ -96,7 +106,9 @@ export function registerHostCommands(program: Command): void {
         warmPool: string;
         metricsListen?: string;
         metricsTenants?: boolean;
+        logLevel?: string;
       }) => {
+        const logLevel = await parseLogLevel(options.logLevel ?? process.env['AIRLOCK_LOG_LEVEL'] ?? 'info');
         const { host, port } = await parseListen(options.listen);
         const metricsListen = options.metricsListen === undefined ? undefined : await parseMetricsListen(options.metricsListen);
         const warmPool = await parseWarmPool(options.warmPool);
@@ -106,7 +118,7 @@ export function registerHostCommands(program: Command): void {
           dataDir: options.dataDir,
           host,
           port,
-          logger: Boolean(options.log),
+          logLevel,
           allowedOrigins: options.allowedOrigin,
           allowedHosts: options.allowedHost,
           ...(storeUrl ? { storeUrl } : {}),

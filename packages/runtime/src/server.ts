@@ -70,6 +70,8 @@ import { tapAuditAppends } from './api/audit-tap.js';
 import { ActivityFeed } from './api/activity-feed.js';
 import { AirlockMetrics } from './telemetry/airlock-metrics.js';
 import { listenForMetrics } from './telemetry/metrics-listener.js';
+import { JsonLog, loggedError, type LogLevel } from './telemetry/json-log.js';
+import { logActivity } from './telemetry/activity-log.js';
 import { Authentication, installationTokens } from './api/authentication.js';
 import { ApiTokens } from './core/api-tokens.js';
 import { DEFAULT_TENANT } from './core/tenancy.js';
@@ -116,6 +118,8 @@ export interface ServeOptions {
   consoleDir?: string;
   /** lifetime of a console login; default $AIRLOCK_CONSOLE_LOGIN_SECONDS, else 12 hours */
   consoleLoginSeconds?: number;
+  /** JSON lines on stdout: requests, lifecycle events, errors (`--log-level`); default off here, `info` for `airlock serve` */
+  logLevel?: LogLevel;
   /** label metrics with tenant names (`--metrics-tenants`); off by default */
   metricsTenants?: boolean;
   /** also serve `GET /metrics` without a token on this address (`--metrics-listen`), for a Prometheus that holds no token */
@@ -280,7 +284,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const authorizer = new ContractAuthorizer();
   // The first compilation pays for Cedar's start (~0.5 s, measured): at start-up, not in a session's first call.
   authorizer.prepare(DEFAULT_CONTRACT);
-  const report = (what: string, error: unknown) => process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  const log = new JsonLog(options.logLevel ?? 'off');
+  const report = (what: string, error: unknown) => {
+    process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    log.write('error', 'server.error', { what, error: loggedError(error) });
+  };
 
   // Egress: the gateway asks the core for policies, decisions and approvals; the core asks it for networks.
   const egressConfig = options.egress ?? loadEgressConfig();
@@ -346,6 +354,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     core.approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
   }
   const metrics = new AirlockMetrics({ store, warmPool: () => core.pool.status() }, { tenantLabels: options.metricsTenants ?? false });
+  const unlog = activity.subscribe((event) => logActivity(log, event));
   const unmeter = activity.subscribe((event) => (event.kind === 'audit' ? metrics.recordAudit(event.record) : metrics.recordApproval(event.approval)));
   // Sessions from before owners existed: an embedded store only ever had this data dir's.
   if (store.kind === 'sqlite') await core.records.claimUnowned();
@@ -447,6 +456,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     authentication,
     activity,
     metrics,
+    log,
     console: ConsoleAssets.load(options.consoleDir ?? defaultConsoleAssetsDir()),
     listenHost: options.host,
     allowedOrigins,
@@ -481,6 +491,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await http.close();
       await metricsListener?.close();
       unmeter();
+      unlog();
       // Warm machines belong to no session: nothing would adopt them at the next start.
       await core.pool.close();
       await core.teardowns.drain();

@@ -1,8 +1,10 @@
 /**
- * Issue 24's metrics, end to end: a real Prometheus (Debian's `prometheus`)
+ * Issue 24's metrics and logs, end to end: a real Prometheus (Debian's `prometheus`)
  * scrapes a real `airlock serve --metrics-listen`, and its HTTP API reads back
  * the creates, the calls by decision and an approval waiting. The same
- * figures on the API listener need an admin or a `metrics` token.
+ * figures on the API listener need an admin or a `metrics` token. The same
+ * server's log is one JSON line per request and lifecycle event, and never
+ * carries a token, a secret or an environment value it was sent.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -137,5 +139,60 @@ describe('Prometheus scrapes airlock serve', { skip: hasPrometheus ? false : 'De
     assert.equal(sessions.status, 403, 'a metrics token reads figures, not sessions');
     const other = await fetch(`http://127.0.0.1:${metricsPort}/v1/sessions`);
     assert.equal(other.status, 404, 'the metrics listener serves /metrics only');
+  });
+
+  it('logs one JSON line per request and lifecycle event, and no token, secret or environment value', async () => {
+    const secretValue = `secret-value-${Math.random().toString(36).slice(2)}`;
+    const envValue = `env-value-${Math.random().toString(36).slice(2)}`;
+    const stored = installation.cli(['secrets', 'set', 'LOG_PROBE', '--tenant', 'default'], { input: secretValue });
+    assert.equal(stored.code, 0, stored.stderr);
+    const made = installation.cli(['tokens', 'create', '--tenant', 'acme', '--role', 'agent', '--name', 'log-probe', '--json']);
+    const minted = (JSON.parse(made.stdout) as { token: string }).token;
+    const ran = installation.cli(['exec', sessionId, '--env', `PROBE=${envValue}`, '--', 'sh', '-c', 'echo "$PROBE" > /dev/null'], {
+      env: { ...installation.env, AIRLOCK_TOKEN: minted },
+    });
+    assert.equal(ran.code, 0, ran.stderr);
+    const refused = await fetch(`${installation.url}/v1/sessions?token=${secretValue}`, { headers: { authorization: `Bearer ${envValue}` } });
+    assert.equal(refused.status, 401);
+    const requestId = refused.headers.get('x-request-id');
+    assert.ok(requestId, 'every response names its request id');
+
+    const lines = await waitFor(async () => {
+      const parsed = installation.serverLog
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      return parsed.some((line) => line['requestId'] === requestId) ? parsed : undefined;
+    }, 'the refused request in the log');
+    const exec = lines.find((line) => line['event'] === 'http.request' && line['route'] === '/v1/sessions/:id/exec' && line['token'] === 'log-probe');
+    assert.ok(exec, 'the exec call is logged with its token name');
+    assert.equal(exec['sessionId'], sessionId);
+    assert.equal(exec['status'], 200);
+    assert.equal(exec['method'], 'POST');
+    assert.equal(typeof exec['durationMs'], 'number');
+    const unauthenticated = lines.find((line) => line['requestId'] === requestId);
+    assert.equal(unauthenticated?.['status'], 401);
+    assert.ok(
+      lines.some((line) => line['event'] === 'session.started' && line['sessionId'] === sessionId),
+      'lifecycle events are logged',
+    );
+    assert.ok(
+      lines.some((line) => line['event'] === 'approval.denied' && line['sessionId'] === sessionId),
+      'approvals are logged',
+    );
+    // `airlock serve` prints its own token at start-up, on stderr, for the operator: the JSON lines never carry it.
+    const jsonLines = installation.serverLog
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .join('\n');
+    for (const [what, value] of [
+      ['the secret', secretValue],
+      ['the environment value', envValue],
+      ['the minted token', minted],
+      ["the installation's token", installation.token],
+    ] as const) {
+      assert.ok(!jsonLines.includes(value), `${what} appears in the server's log`);
+    }
+    for (const value of [secretValue, envValue, minted]) assert.ok(!installation.serverLog.includes(value), 'nor on stderr');
   });
 });

@@ -34,6 +34,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivityFeed } from './activity-feed.js';
 import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
 import type { AirlockMetrics } from '../telemetry/airlock-metrics.js';
+import type { JsonLog } from '../telemetry/json-log.js';
+import { installRequestLog, rememberFailure, requestIdOf } from './request-log.js';
 
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -67,6 +69,8 @@ export interface HttpServerOptions {
   authentication: Authentication;
   /** what happened, for GET /v1/events */
   activity: ActivityFeed;
+  /** the server's log: one JSON line per request (none when absent) */
+  log?: JsonLog;
   /** the server's Prometheus metrics, for GET /metrics */
   metrics?: AirlockMetrics;
   /** the web console served at / */
@@ -139,8 +143,18 @@ async function takeCallSlot(request: FastifyRequest, reply: FastifyReply, servic
 
 /** Builds the Fastify app (not yet listening). */
 export function buildHttpServer(services: AirlockServices, options: HttpServerOptions): FastifyInstance {
-  const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
-  app.setErrorHandler(handleError);
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    return503OnClosing: true,
+    genReqId: (request) => requestIdOf(request),
+  });
+  app.setErrorHandler((error, request, reply) => {
+    rememberFailure(request, error);
+    handleError(error, request, reply);
+  });
+  // First of all hooks: a request refused by any later one is logged too.
+  if (options.log) installRequestLog(app, options.log);
   app.setNotFoundHandler((request, reply) => {
     // Outside the API, a GET is the web console's (a file, or index.html for a client route).
     if (!isApiPath(request.url) && (request.method === 'GET' || request.method === 'HEAD') && sendConsoleAsset(options.console, request, reply)) return;
