@@ -353,7 +353,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   for (const change of ['requested', 'decided', 'settled'] as const) {
     core.approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
   }
-  const metrics = new AirlockMetrics({ store, warmPool: () => core.pool.status() }, { tenantLabels: options.metricsTenants ?? false });
+  const metrics = new AirlockMetrics(
+    // The membership is made further down; a scrape comes after the start.
+    { store, warmPool: () => core.pool.status(), nodeLeaseMs: () => membership?.leaseMs },
+    { tenantLabels: options.metricsTenants ?? false },
+  );
   const unlog = activity.subscribe((event) => logActivity(log, event));
   const unmeter = activity.subscribe((event) => (event.kind === 'audit' ? metrics.recordAudit(event.record) : metrics.recordApproval(event.approval)));
   // Sessions from before owners existed: an embedded store only ever had this data dir's.

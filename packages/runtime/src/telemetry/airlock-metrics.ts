@@ -11,6 +11,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { AuditRecord } from '../audit/audit-record.js';
 import type { ApprovalRecord } from '../core/approval.js';
 import type { Store } from '../core/store.js';
+import { livenessOf } from '../core/cluster-node.js';
 import { TOOL_NAMES } from '../core/tool-call.js';
 import type { WarmPoolStatus } from '../core/warm-pool.js';
 
@@ -19,6 +20,8 @@ export interface MetricsSources {
   store: Store;
   /** the warm pool's figures, when the server keeps one */
   warmPool?: () => WarmPoolStatus;
+  /** in a cluster: how long a node may go without a heartbeat before it is lost (undefined: no cluster) */
+  nodeLeaseMs?: () => number | undefined;
 }
 
 /** Options of the metrics. */
@@ -108,7 +111,7 @@ export class AirlockMetrics {
     private readonly options: AirlockMetricsOptions = {},
   ) {
     const registers = [this.registry];
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'airlock_process_' });
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'airlock_' });
     const { store } = sources;
     const tenantLabels = options.tenantLabels ?? false;
     new Gauge({
@@ -130,6 +133,31 @@ export class AirlockMetrics {
       registers,
       async collect() {
         this.set((await store.listApprovals({ states: ['pending'] })).length);
+      },
+    });
+    new Gauge({
+      name: 'airlock_approval_oldest_pending_seconds',
+      help: 'Age of the approval that has waited longest for a person (0 when none waits)',
+      registers,
+      async collect() {
+        const pending = await store.listApprovals({ states: ['pending'] });
+        const oldest = Math.min(...pending.map((approval) => Date.parse(approval.createdAt)).filter(Number.isFinite));
+        this.set(Number.isFinite(oldest) ? Math.max(0, (Date.now() - oldest) / 1000) : 0);
+      },
+    });
+    const nodeLeaseMs = sources.nodeLeaseMs;
+    new Gauge({
+      name: 'airlock_cluster_nodes',
+      help: 'Nodes of the cluster by liveness: active, draining, left, lost (no heartbeat within the lease); absent outside a cluster',
+      labelNames: ['liveness'],
+      registers,
+      async collect() {
+        this.reset();
+        const leaseMs = nodeLeaseMs?.();
+        if (leaseMs === undefined) return;
+        const now = new Date();
+        for (const liveness of ['active', 'draining', 'left', 'lost'] as const) this.set({ liveness }, 0);
+        for (const node of await store.listNodes()) this.inc({ liveness: livenessOf(node, now, leaseMs) });
       },
     });
     const warmPool = sources.warmPool;

@@ -90,4 +90,24 @@ describe('AirlockMetrics', () => {
     assert.equal(sampleOf(text, 'airlock_approval_decision_seconds_sum{decision="approved"}'), 42);
     assert.equal(sampleOf(text, 'airlock_approval_decision_seconds_count{decision="pending"}'), undefined);
   });
+
+  it('reads the oldest approval waiting and the nodes by liveness at scrape time', async () => {
+    const store = {
+      listSessions: async () => [],
+      listApprovals: async () => [{ createdAt: new Date(Date.now() - 90_000).toISOString() }, { createdAt: new Date(Date.now() - 5_000).toISOString() }],
+      listNodes: async () => [
+        { state: 'active', heartbeatAt: new Date().toISOString() },
+        { state: 'active', heartbeatAt: new Date(Date.now() - 60_000).toISOString() },
+      ],
+    } as unknown as Store;
+    const standalone = new AirlockMetrics({ store }, { processMetrics: false });
+    const alone = (await standalone.exposition()).body;
+    assert.ok((sampleOf(alone, 'airlock_approval_oldest_pending_seconds') ?? 0) >= 89);
+    assert.doesNotMatch(alone, /^airlock_cluster_nodes\{/m, 'no node figures outside a cluster');
+    const clustered = new AirlockMetrics({ store, nodeLeaseMs: () => 15_000 }, { processMetrics: false });
+    const text = (await clustered.exposition()).body;
+    assert.equal(sampleOf(text, 'airlock_cluster_nodes{liveness="active"}'), 1);
+    assert.equal(sampleOf(text, 'airlock_cluster_nodes{liveness="lost"}'), 1);
+    assert.equal(sampleOf(text, 'airlock_cluster_nodes{liveness="draining"}'), 0);
+  });
 });
