@@ -55,6 +55,16 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1 || ! command -v gcc >/dev/nul
 fi
 as_root bash scripts/fetch-microvm-kernel.sh
 
+# Prometheus: the metrics suite scrapes a real `airlock serve` with Debian's prometheus.
+# Only the binaries are used; the packaged service is not started.
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  echo "setup: installing prometheus (for the metrics tests)" >&2
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  # Where systemd runs, the package starts its own service on :9090; the tests start theirs on a port of their own.
+  if command -v systemctl >/dev/null 2>&1; then as_root systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
+fi
+
 if [ ! -d node_modules/better-sqlite3/build ] || [ ! -d node_modules/fastify ]; then
   echo "setup: npm install (builds better-sqlite3 from source, ~1-2 min)" >&2
   npm install --no-audit --no-fund --loglevel=error

@@ -21,6 +21,26 @@ async function parseListen(listen: string): Promise<{ host: string; port: number
   return { host: match[1] ?? match[2] ?? '127.0.0.1', port };
 }
 
+/** `--metrics-listen`: HOST:PORT, or a bare PORT on loopback. */
+async function parseMetricsListen(listen: string): Promise<{ host: string; port: number }> {
+  const port = Number(listen);
+  if (/^\d{1,5}$/.test(listen) && port <= 65535) return { host: '127.0.0.1', port };
+  try {
+    return await parseListen(listen);
+  } catch {
+    throw new (await runtime()).AirlockError(
+      'INVALID_ARGUMENTS',
+      `--metrics-listen takes HOST:PORT or a PORT on loopback (e.g. 127.0.0.1:9464 or 9464), got ${JSON.stringify(listen)}`,
+    );
+  }
+}
+
+async function parseLogLevel(text: string): Promise<import('@airlock/runtime').LogLevel> {
+  const { isLogLevel, LOG_LEVELS, AirlockError } = await runtime();
+  if (!isLogLevel(text)) throw new AirlockError('INVALID_ARGUMENTS', `--log-level takes one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(text)}`);
+  return text;
+}
+
 /** Machines kept warm per class of session when `--warm-pool` is not given. */
 const DEFAULT_WARM_POOL = 2;
 /** More would only hold memory: a pool refills one machine at a time. */
@@ -50,7 +70,11 @@ export function registerHostCommands(program: Command): void {
     .option('--data-dir <dir>', 'where Airlock keeps its state', defaultDataDir())
     .option('--listen <host:port>', 'address to listen on', DEFAULT_LISTEN)
     .option('--store <url>', 'keep state in PostgreSQL (postgres://USER@HOST:PORT/DB); default $AIRLOCK_STORE_URL, else SQLite in the data dir')
-    .option('--log', 'log every request')
+    .option('--log', 'kept for old scripts: every request is logged at the default level, info')
+    .option(
+      '--log-level <level>',
+      'JSON lines on stdout: debug | info (requests, lifecycle, errors) | warn | error | off; default $AIRLOCK_LOG_LEVEL, else info',
+    )
     .option('--allowed-origin <url>', 'let web pages of this origin call the server (repeatable; also AIRLOCK_ALLOWED_ORIGINS, comma-separated)', collect, [])
     .option(
       '--allowed-host <name>',
@@ -66,6 +90,8 @@ export function registerHostCommands(program: Command): void {
     .option('--node-id <name>', "this node's name in a cluster (default: the one the data dir got at its first start)")
     .option('--advertise <url>', 'join a cluster: the address other nodes reach this one at, http://HOST:PORT (needs --store postgres://… and --objects)')
     .option('--warm-pool <n>', 'machines kept started per class of session, so that a create only claims one (0 disables)', String(DEFAULT_WARM_POOL))
+    .option('--metrics-listen <address>', 'also serve GET /metrics without a token on HOST:PORT (a bare PORT listens on 127.0.0.1), for Prometheus')
+    .option('--metrics-tenants', 'label metrics with tenant names (off: no tenant appears in /metrics)')
     .action(
       async (options: {
         dataDir: string;
@@ -78,8 +104,13 @@ export function registerHostCommands(program: Command): void {
         nodeId?: string;
         advertise?: string;
         warmPool: string;
+        metricsListen?: string;
+        metricsTenants?: boolean;
+        logLevel?: string;
       }) => {
+        const logLevel = await parseLogLevel(options.logLevel ?? process.env['AIRLOCK_LOG_LEVEL'] ?? 'info');
         const { host, port } = await parseListen(options.listen);
+        const metricsListen = options.metricsListen === undefined ? undefined : await parseMetricsListen(options.metricsListen);
         const warmPool = await parseWarmPool(options.warmPool);
         const { startServer, redactUrl } = await runtime();
         const storeUrl = options.store ?? process.env['AIRLOCK_STORE_URL'];
@@ -87,7 +118,7 @@ export function registerHostCommands(program: Command): void {
           dataDir: options.dataDir,
           host,
           port,
-          logger: Boolean(options.log),
+          logLevel,
           allowedOrigins: options.allowedOrigin,
           allowedHosts: options.allowedHost,
           ...(storeUrl ? { storeUrl } : {}),
@@ -95,6 +126,8 @@ export function registerHostCommands(program: Command): void {
           ...(options.nodeId === undefined ? {} : { nodeId: options.nodeId }),
           ...(options.advertise === undefined ? {} : { advertise: options.advertise }),
           warmPool,
+          ...(metricsListen ? { metricsListen } : {}),
+          metricsTenants: Boolean(options.metricsTenants),
         });
         const r = server.reconciled;
         process.stderr.write(
@@ -110,6 +143,7 @@ export function registerHostCommands(program: Command): void {
             ? `airlock: warm pool: ${warmPool} machines per class of session, filling in the background\n`
             : 'airlock: warm pool off: every session starts cold\n',
         );
+        if (server.metricsUrl) process.stderr.write(`airlock: metrics without a token at ${server.metricsUrl}\n`);
         if (server.tokenCreated) process.stderr.write(`airlock: created API token in ${server.layout.tokenFile}\n`);
         process.stderr.write(`airlock: export AIRLOCK_URL=${server.url} AIRLOCK_TOKEN=${server.token}\n`);
         if (r.adopted.length + r.rolledBack.length + r.completed.length + r.failed.length + r.orphansRemoved.length > 0) {

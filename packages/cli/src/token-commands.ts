@@ -4,7 +4,7 @@ import { Connection, Tenants, Tokens, type TenantInfo, type TenantQuotas, type T
 import { cliConnection } from './connection-options.js';
 import { printJson, printTable } from './output.js';
 
-const ROLES: readonly TokenRole[] = ['admin', 'operator', 'approver', 'agent'];
+const ROLES: readonly TokenRole[] = ['admin', 'operator', 'approver', 'agent', 'metrics'];
 
 function role(value: string): TokenRole {
   if (!(ROLES as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${ROLES.join(', ')}`);
@@ -39,12 +39,12 @@ function describeTenant(tenant: TenantInfo): string {
 export function registerTokenCommands(program: Command): void {
   const tokens = program
     .command('tokens')
-    .description('API tokens: each belongs to one tenant and has one role (admin, operator, approver, agent); only an admin manages them');
+    .description('API tokens: each belongs to one tenant and has one role (admin, operator, approver, agent, metrics); only an admin manages them');
   tokens
     .command('create')
     .description('make a token; its secret is printed once and stored only as a hash')
     .requiredOption('--tenant <name>', 'the tenant whose sessions it reaches')
-    .option('--role <role>', 'admin | operator | approver | agent (default operator)', role)
+    .option('--role <role>', 'admin | operator | approver | agent | metrics (default operator)', role)
     .option('--name <text>', 'a readable name, recorded as the approver of its decisions (default: its id)')
     .option('--json', 'print JSON: {"id", "token", "tenant", "role"}')
     .action(async (options: { tenant: string; role?: TokenRole; name?: string; json?: boolean }) => {

@@ -11,7 +11,7 @@ export interface Identity {
   kind: 'token' | 'console';
   tokenId: string;
   tenant: string;
-  role: 'admin' | 'operator' | 'approver' | 'agent';
+  role: 'admin' | 'operator' | 'approver' | 'agent' | 'metrics';
   name: string;
 }
 

@@ -11,3 +11,4 @@ export type { Store } from './core/store.js';
 export type { SessionRecord } from './core/session.js';
 export type { SandboxDriver, SandboxSpec, SandboxHandle, ExecRequest, ExecOutcome } from './core/sandbox-driver.js';
 export { decodePng, type ScreenPixels } from './core/screen-image.js';
+export { isLogLevel, LOG_LEVELS, type LogLevel } from './telemetry/json-log.js';

@@ -68,6 +68,10 @@ import { listFromEnvironment, normalizeAllowedOrigin, parseAllowedHost } from '.
 import type { AirlockServices } from './api/airlock-services.js';
 import { tapAuditAppends } from './api/audit-tap.js';
 import { ActivityFeed } from './api/activity-feed.js';
+import { AirlockMetrics } from './telemetry/airlock-metrics.js';
+import { listenForMetrics } from './telemetry/metrics-listener.js';
+import { JsonLog, loggedError, type LogLevel } from './telemetry/json-log.js';
+import { logActivity } from './telemetry/activity-log.js';
 import { Authentication, installationTokens } from './api/authentication.js';
 import { ApiTokens } from './core/api-tokens.js';
 import { DEFAULT_TENANT } from './core/tenancy.js';
@@ -114,6 +118,12 @@ export interface ServeOptions {
   consoleDir?: string;
   /** lifetime of a console login; default $AIRLOCK_CONSOLE_LOGIN_SECONDS, else 12 hours */
   consoleLoginSeconds?: number;
+  /** JSON lines on stdout: requests, lifecycle events, errors (`--log-level`); default off here, `info` for `airlock serve` */
+  logLevel?: LogLevel;
+  /** label metrics with tenant names (`--metrics-tenants`); off by default */
+  metricsTenants?: boolean;
+  /** also serve `GET /metrics` without a token on this address (`--metrics-listen`), for a Prometheus that holds no token */
+  metricsListen?: { host: string; port: number };
   /** this data dir's node id (`--node-id`); default: the one made at its first start */
   nodeId?: string;
   /** join a cluster: the address other nodes reach this one at, http://HOST:PORT (`--advertise`); needs a PostgreSQL store and `objects` */
@@ -140,6 +150,8 @@ export interface RunningServer {
   services: AirlockServices;
   reconciled: ReconcileReport;
   http: FastifyInstance;
+  /** where `GET /metrics` answers without a token, when `metricsListen` was given */
+  metricsUrl: string | undefined;
   /** the object-storage side of snapshots, when `objects` was given */
   objects: ObjectSnapshotArtifacts | undefined;
   /** this node's membership of a cluster, when `advertise` was given */
@@ -272,7 +284,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const authorizer = new ContractAuthorizer();
   // The first compilation pays for Cedar's start (~0.5 s, measured): at start-up, not in a session's first call.
   authorizer.prepare(DEFAULT_CONTRACT);
-  const report = (what: string, error: unknown) => process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  const log = new JsonLog(options.logLevel ?? 'off');
+  const report = (what: string, error: unknown) => {
+    process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    log.write('error', 'server.error', { what, error: loggedError(error) });
+  };
 
   // Egress: the gateway asks the core for policies, decisions and approvals; the core asks it for networks.
   const egressConfig = options.egress ?? loadEgressConfig();
@@ -337,6 +353,13 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   for (const change of ['requested', 'decided', 'settled'] as const) {
     core.approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
   }
+  const metrics = new AirlockMetrics(
+    // The membership is made further down; a scrape comes after the start.
+    { store, warmPool: () => core.pool.status(), nodeLeaseMs: () => membership?.leaseMs },
+    { tenantLabels: options.metricsTenants ?? false },
+  );
+  const unlog = activity.subscribe((event) => logActivity(log, event));
+  const unmeter = activity.subscribe((event) => (event.kind === 'audit' ? metrics.recordAudit(event.record) : metrics.recordApproval(event.approval)));
   // Sessions from before owners existed: an embedded store only ever had this data dir's.
   if (store.kind === 'sqlite') await core.records.claimUnowned();
   const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, drivers, specs: core.specs, disks, artifacts });
@@ -436,6 +459,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     logger: options.logger ?? false,
     authentication,
     activity,
+    metrics,
+    log,
     console: ConsoleAssets.load(options.consoleDir ?? defaultConsoleAssetsDir()),
     listenHost: options.host,
     allowedOrigins,
@@ -443,6 +468,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     allowedHosts: cluster ? [...allowedHosts, new URL(cluster.address).host] : allowedHosts,
   });
   await http.listen({ host: options.host, port: options.port });
+  const metricsListener = options.metricsListen ? await listenForMetrics(metrics, options.metricsListen) : undefined;
   writeFileSync(layout.pidFile, `${process.pid}\n`);
   await membership?.join();
   const address = http.server.address();
@@ -459,6 +485,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     membership,
     reconciled,
     http,
+    metricsUrl: metricsListener?.url,
     async close() {
       await membership?.leave();
       retention.stop();
@@ -466,6 +493,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await core.takeovers.close();
       await core.terminals.close();
       await http.close();
+      await metricsListener?.close();
+      unmeter();
+      unlog();
       // Warm machines belong to no session: nothing would adopt them at the next start.
       await core.pool.close();
       await core.teardowns.drain();

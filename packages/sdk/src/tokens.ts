@@ -2,7 +2,7 @@
 import type { Connection } from './connection.js';
 
 /** What a token may do. */
-export type TokenRole = 'admin' | 'operator' | 'approver' | 'agent';
+export type TokenRole = 'admin' | 'operator' | 'approver' | 'agent' | 'metrics';
 
 /** A token as lists show it: never its secret. */
 export interface TokenInfo {

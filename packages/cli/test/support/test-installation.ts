@@ -61,7 +61,7 @@ export function ensureTestDesktopImage(): Promise<void> {
   return desktopImageReady;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.once('error', reject);

@@ -35,7 +35,9 @@ export type Permission =
   /** tenant settings (quotas) */
   | 'tenant.manage'
   /** who am I */
-  | 'identity.read';
+  | 'identity.read'
+  /** the installation's Prometheus metrics (counts and durations, no ids) */
+  | 'metrics.read';
 
 /** The permissions of each role. Admin holds every permission, in every tenant. */
 export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
@@ -54,6 +56,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
     'token.manage',
     'tenant.manage',
     'identity.read',
+    'metrics.read',
   ],
   operator: [
     'session.info',
@@ -68,11 +71,13 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
   ],
   approver: ['session.info', 'session.read', 'snapshot.read', 'approval.read', 'approval.await', 'approval.decide', 'image.read', 'identity.read'],
   agent: ['session.info', 'tool.call', 'approval.await', 'identity.read'],
+  metrics: ['metrics.read', 'identity.read'],
 };
 
 /** `METHOD url-pattern` (Fastify's route url) → permission. HEAD is read as GET. */
 export const ROUTE_PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /v1/whoami': 'identity.read',
+  'GET /metrics': 'metrics.read',
   'GET /v1/sessions': 'session.read',
   'POST /v1/sessions': 'session.manage',
   'GET /v1/sessions/:id': 'session.info',

@@ -34,6 +34,9 @@ import { registerAuditRoutes } from './routes/audit-routes.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivityFeed } from './activity-feed.js';
 import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
+import type { AirlockMetrics } from '../telemetry/airlock-metrics.js';
+import type { JsonLog } from '../telemetry/json-log.js';
+import { installRequestLog, rememberFailure, requestIdOf } from './request-log.js';
 
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -67,6 +70,10 @@ export interface HttpServerOptions {
   authentication: Authentication;
   /** what happened, for GET /v1/events */
   activity: ActivityFeed;
+  /** the server's log: one JSON line per request (none when absent) */
+  log?: JsonLog;
+  /** the server's Prometheus metrics, for GET /metrics */
+  metrics?: AirlockMetrics;
   /** the web console served at / */
   console: ConsoleAssets;
   /** the address the server listens on; its names are the ones the Host header may carry (default 127.0.0.1) */
@@ -80,7 +87,15 @@ export interface HttpServerOptions {
 /** Paths of the API; everything else is the web console, served without authentication. */
 function isApiPath(url: string): boolean {
   const path = url.split('?')[0] ?? '';
-  return path === '/v1' || path.startsWith('/v1/') || path === '/mcp' || path.startsWith('/mcp/') || path === '/healthz' || path === '/openapi.json';
+  return (
+    path === '/v1' ||
+    path.startsWith('/v1/') ||
+    path === '/mcp' ||
+    path.startsWith('/mcp/') ||
+    path === '/healthz' ||
+    path === '/openapi.json' ||
+    path === '/metrics'
+  );
 }
 
 /** Routes that answer without an identity. */
@@ -129,8 +144,18 @@ async function takeCallSlot(request: FastifyRequest, reply: FastifyReply, servic
 
 /** Builds the Fastify app (not yet listening). */
 export function buildHttpServer(services: AirlockServices, options: HttpServerOptions): FastifyInstance {
-  const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
-  app.setErrorHandler(handleError);
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    return503OnClosing: true,
+    genReqId: (request) => requestIdOf(request),
+  });
+  app.setErrorHandler((error, request, reply) => {
+    rememberFailure(request, error);
+    handleError(error, request, reply);
+  });
+  // First of all hooks: a request refused by any later one is logged too.
+  if (options.log) installRequestLog(app, options.log);
   app.setNotFoundHandler((request, reply) => {
     // Outside the API, a GET is the web console's (a file, or index.html for a client route).
     if (!isApiPath(request.url) && (request.method === 'GET' || request.method === 'HEAD') && sendConsoleAsset(options.console, request, reply)) return;
@@ -197,6 +222,13 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   app.get('/healthz', async () => ({ ok: true, version: options.version }));
   const document = openApiDocument(options.version);
   app.get('/openapi.json', async () => document);
+  const metrics = options.metrics;
+  if (metrics) {
+    app.get('/metrics', async (_request, reply) => {
+      const { contentType, body } = await metrics.exposition();
+      return reply.type(contentType).send(body);
+    });
+  }
   registerSessionRoutes(app, services);
   registerAuditRoutes(app, services);
   registerToolRoutes(app, services);

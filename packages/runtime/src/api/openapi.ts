@@ -71,6 +71,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
     paths: {
       '/healthz': { get: op('liveness', { security: [] }) },
       '/openapi.json': { get: op('this document', { security: [] }) },
+      '/metrics': {
+        get: op('Prometheus metrics in the text exposition format (an admin or a metrics token; `serve --metrics-listen` serves them without one)', {
+          responses: { '200': { description: 'the exposition', content: { 'text/plain': { schema: { type: 'string' } } } }, '4XX': errorResponse },
+        }),
+      },
       '/v1/sessions': {
         get: op('list sessions', {}, 'SessionList'),
         post: op('create a session and start its machine', {
@@ -274,7 +279,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
             required: ['tenant'],
             properties: {
               tenant: { type: 'string' },
-              role: { type: 'string', enum: ['admin', 'operator', 'approver', 'agent'] },
+              role: { type: 'string', enum: ['admin', 'operator', 'approver', 'agent', 'metrics'] },
               name: { type: 'string', maxLength: 200 },
             },
           }),

@@ -234,7 +234,7 @@ export const RESPONSE_SCHEMAS = {
       kind: z.enum(['token', 'console']),
       tokenId: z.string(),
       tenant: z.string(),
-      role: z.enum(['admin', 'operator', 'approver', 'agent']),
+      role: z.enum(['admin', 'operator', 'approver', 'agent', 'metrics']),
       name: z.string(),
     }),
     csrfToken: z.string().nullable(),

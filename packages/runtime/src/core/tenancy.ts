@@ -6,10 +6,10 @@
  */
 
 /** What a token may do; the matrix is in docs/security.md ("Roles"). */
-export type Role = 'admin' | 'operator' | 'approver' | 'agent';
+export type Role = 'admin' | 'operator' | 'approver' | 'agent' | 'metrics';
 
 /** Every role, most powerful first. */
-export const ROLES: readonly Role[] = ['admin', 'operator', 'approver', 'agent'];
+export const ROLES: readonly Role[] = ['admin', 'operator', 'approver', 'agent', 'metrics'];
 
 /** Tenant names: the vocabulary of a contract's `identity.tenant`. */
 export const TENANT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;

@@ -57,6 +57,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Prometheus metrics in the text exposition format (an admin or a metrics token; `serve --metrics-listen` serves them without one) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description error */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description the exposition */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": string;
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -3500,7 +3545,7 @@ export interface paths {
                     "application/json": {
                         name?: string;
                         /** @enum {string} */
-                        role?: "admin" | "operator" | "approver" | "agent";
+                        role?: "admin" | "operator" | "approver" | "agent" | "metrics";
                         tenant: string;
                     };
                 };
@@ -4282,7 +4327,7 @@ export interface components {
                 kind: "token" | "console";
                 name: string;
                 /** @enum {string} */
-                role: "admin" | "operator" | "approver" | "agent";
+                role: "admin" | "operator" | "approver" | "agent" | "metrics";
                 tenant: string;
                 tokenId: string;
             };
