@@ -8,6 +8,9 @@ export const EXIT_FAILURE = 1;
 /** Exit code of bad command-line usage. */
 export const EXIT_USAGE = 2;
 
+/** Codes of errors found locally (flags, keys, store URLs) that exit like bad usage: the user changes a setting. */
+const LOCAL_USAGE_CODES = new Set(['INVALID_ARGUMENTS', 'INVALID_CONFIGURATION']);
+
 const REFUSAL_CODES = new Set(['POLICY_DENIED', 'FILE_ACCESS_DENIED', 'APPROVAL_PENDING', 'APPROVAL_DENIED', 'APPROVAL_EXPIRED', 'RUNAWAY_DETECTED', 'BUDGET_EXCEEDED']);
 
 /** Prints a value as JSON. */
@@ -38,5 +41,6 @@ export function reportError(error: unknown): number {
   const code = (error as { code?: string }).code;
   const message = error instanceof Error ? error.message : String(error);
   process.stderr.write(`airlock: ${code ? `${code}: ` : ''}${message}\n`);
-  return EXIT_FAILURE;
+  // Found here, before any server answered: a flag or a setting of this installation to change.
+  return code !== undefined && LOCAL_USAGE_CODES.has(code) ? EXIT_USAGE : EXIT_FAILURE;
 }

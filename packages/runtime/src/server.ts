@@ -174,7 +174,7 @@ export async function openAuditLog(layout: DataDirLayout, store: Store): Promise
   const expected = await store.getSetting('audit-key-id');
   if (expected !== undefined && expected !== keyId(key)) {
     throw new AirlockError(
-      'INTERNAL',
+      'INVALID_CONFIGURATION',
       `the audit chains in this store were written with audit key ${expected}, but ${layout.auditKey} holds key ${keyId(key)}; restore that key file, or point AIRLOCK_AUDIT_KEY_FILE at the key the other servers of this database use`,
     );
   }

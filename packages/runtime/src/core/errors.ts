@@ -64,6 +64,9 @@ export const ERROR_STATUS = {
   SANDBOX_DIED: 500,
   SANDBOX_NOT_ANSWERING: 503,
   AUDIT_UNAVAILABLE: 503,
+  STORE_UNAVAILABLE: 503,
+  /** the installation's own settings are wrong (a key, a store URL, a flag): the operator fixes them, nothing is a bug */
+  INVALID_CONFIGURATION: 500,
   INTERNAL: 500,
 } as const;
 

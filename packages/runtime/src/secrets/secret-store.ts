@@ -155,7 +155,7 @@ export class SecretStore {
     }
     const key = readFileSync(this.options.keyFile);
     if (key.length !== 32) {
-      throw new AirlockError('INTERNAL', `secrets key file ${this.options.keyFile} must hold exactly 32 bytes (it has ${key.length}); restore it from a backup`);
+      throw new AirlockError('INVALID_CONFIGURATION', `secrets key file ${this.options.keyFile} must hold exactly 32 bytes (it has ${key.length}); restore it from a backup`);
     }
     this.key = key;
     return key;

@@ -29,11 +29,11 @@ export function readAuditKey(path: string): Buffer | undefined {
     text = readFileSync(path, 'utf8').trim();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new AirlockError('INTERNAL', `cannot read the audit key ${path}: ${(error as Error).message}`, { cause: error });
+    throw new AirlockError('INVALID_CONFIGURATION', `cannot read the audit key ${path}: ${(error as Error).message}`, { cause: error });
   }
   if (!/^[0-9a-f]{64}$/.test(text)) {
     throw new AirlockError(
-      'INTERNAL',
+      'INVALID_CONFIGURATION',
       `the audit key ${path} is not 64 hex digits; restore it from a backup (without it, keyed audit chains cannot be verified)`,
     );
   }

@@ -70,7 +70,7 @@ export class PostgresStore extends PostgresReads implements Store {
       await pool.end().catch(() => undefined);
       if (error instanceof AirlockError) throw error;
       throw new AirlockError(
-        'INTERNAL',
+        unreachable(error) ? 'STORE_UNAVAILABLE' : 'INVALID_CONFIGURATION',
         `cannot use the PostgreSQL store at ${redactUrl(url)}: ${(error as Error).message}; check --store (postgres://USER@HOST:PORT/DB) and that the server accepts the connection`,
         {
           cause: error,
@@ -89,7 +89,7 @@ export class PostgresStore extends PostgresReads implements Store {
       const { rows } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM airlock_migrations');
       const current = rows[0]?.version ?? 0;
       if (current > POSTGRES_MIGRATIONS.length) {
-        throw new AirlockError('INTERNAL', `the database schema (v${current}) is newer than this Airlock (v${POSTGRES_MIGRATIONS.length}); upgrade Airlock`);
+        throw new AirlockError('INVALID_CONFIGURATION', `the database schema (v${current}) is newer than this Airlock (v${POSTGRES_MIGRATIONS.length}); upgrade Airlock`);
       }
       for (let index = current; index < POSTGRES_MIGRATIONS.length; index += 1) {
         await client.query(POSTGRES_MIGRATIONS[index] ?? '');
@@ -209,4 +209,10 @@ export class PostgresStore extends PostgresReads implements Store {
     await listener?.end().catch(() => undefined);
     await this.pool.end();
   }
+}
+
+/** A database that did not answer (down, restarting, a network fault), as opposed to one that refused these settings. */
+function unreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', '57P03'].includes(code);
 }

@@ -37,7 +37,7 @@ export class SqliteStore implements Store {
       this.reader = open(path);
     } catch (error) {
       if (error instanceof AirlockError) throw error;
-      throw new AirlockError('INTERNAL', `cannot open the database at ${path}: check the data dir is writable (${(error as Error).message})`, { cause: error });
+      throw new AirlockError('INVALID_CONFIGURATION', `cannot open the database at ${path}: check the data dir is writable (${(error as Error).message})`, { cause: error });
     }
     this.writerReads = new SqliteReads(this.writer);
     this.readerReads = new SqliteReads(this.reader);
@@ -46,7 +46,7 @@ export class SqliteStore implements Store {
   private migrate(): void {
     const version = this.writer.pragma('user_version', { simple: true }) as number;
     if (version > MIGRATIONS.length) {
-      throw new AirlockError('INTERNAL', `the database schema (v${version}) is newer than this Airlock (v${MIGRATIONS.length}); upgrade Airlock`);
+      throw new AirlockError('INVALID_CONFIGURATION', `the database schema (v${version}) is newer than this Airlock (v${MIGRATIONS.length}); upgrade Airlock`);
     }
     for (let index = version; index < MIGRATIONS.length; index += 1) {
       this.writer.transaction(() => {
