@@ -89,7 +89,10 @@ export class PostgresStore extends PostgresReads implements Store {
       const { rows } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM airlock_migrations');
       const current = rows[0]?.version ?? 0;
       if (current > POSTGRES_MIGRATIONS.length) {
-        throw new AirlockError('INVALID_CONFIGURATION', `the database schema (v${current}) is newer than this Airlock (v${POSTGRES_MIGRATIONS.length}); upgrade Airlock`);
+        throw new AirlockError(
+          'INVALID_CONFIGURATION',
+          `the database schema (v${current}) is newer than this Airlock (v${POSTGRES_MIGRATIONS.length}); upgrade Airlock`,
+        );
       }
       for (let index = current; index < POSTGRES_MIGRATIONS.length; index += 1) {
         await client.query(POSTGRES_MIGRATIONS[index] ?? '');

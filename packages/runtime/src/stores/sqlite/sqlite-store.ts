@@ -37,7 +37,9 @@ export class SqliteStore implements Store {
       this.reader = open(path);
     } catch (error) {
       if (error instanceof AirlockError) throw error;
-      throw new AirlockError('INVALID_CONFIGURATION', `cannot open the database at ${path}: check the data dir is writable (${(error as Error).message})`, { cause: error });
+      throw new AirlockError('INVALID_CONFIGURATION', `cannot open the database at ${path}: check the data dir is writable (${(error as Error).message})`, {
+        cause: error,
+      });
     }
     this.writerReads = new SqliteReads(this.writer);
     this.readerReads = new SqliteReads(this.reader);
