@@ -3,6 +3,7 @@
  * or errors into responses. Nothing here decides anything.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { Socket } from 'node:net';
 import type { AirlockServices } from './airlock-services.js';
 import { AirlockError } from '../core/errors.js';
 import { errorBody, handleError } from './http-errors.js';
@@ -138,11 +139,39 @@ async function takeCallSlot(request: FastifyRequest, reply: FastifyReply, servic
   reply.raw.once('close', release);
 }
 
+/** How long open requests (streams, long polls, calls) get to end by themselves once the server is closing. */
+export const CLOSE_GRACE_MS = 2_000;
+
+/**
+ * Once closing starts, every socket still open after the grace period is
+ * destroyed: a long poll, a stream whose client reads nothing, headers that
+ * never end, a client gone half-way (CLOSE-WAIT) or an upgraded WebSocket
+ * would each keep close() waiting for minutes.
+ */
+function closeEverySocketOnClose(app: FastifyInstance): void {
+  const sockets = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook('preClose', async () => {
+    timer ??= setTimeout(() => {
+      app.server.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
+    }, CLOSE_GRACE_MS);
+    // A process that has nothing else to do need not wait for it.
+    timer.unref();
+  });
+  app.addHook('onClose', async () => clearTimeout(timer));
+}
+
 /** Builds the Fastify app (not yet listening). */
 export function buildHttpServer(services: AirlockServices, options: HttpServerOptions): FastifyInstance {
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
   app.setErrorHandler(handleError);
   requireAccessDeclarations(app);
+  closeEverySocketOnClose(app);
   // No route matched: nothing runs but this. Outside the API paths (in any letter case), a GET is
   // the web console's (a file, or index.html for a client route); the console's files are public.
   app.setNotFoundHandler((request, reply) => {
