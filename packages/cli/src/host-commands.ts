@@ -160,6 +160,11 @@ export function registerHostCommands(program: Command): void {
           process.stderr.write(
             `airlock: shutting down (sessions keep running and are adopted at the next start${server.membership ? '; leaving the cluster' : ''})\n`,
           );
+          // Exit within 10 s whatever is stuck: nothing acknowledged is lost, and the next start reconciles the rest.
+          setTimeout(() => {
+            process.stderr.write('airlock: shutdown took longer than 9 s, exiting now (the next start reconciles what was left)\n');
+            process.exit(1);
+          }, 9_000).unref();
           await server.close();
           process.exit(0);
         };

@@ -1,8 +1,9 @@
 /**
- * Who may call which route: every route of the API names one permission, and
- * every role holds a set of them (the matrix of docs/security.md, "Roles").
- * A route missing from the table is admin-only, so a new route is closed
- * until someone decides who may use it.
+ * Who may call which route: every route declares, where it is registered,
+ * one permission (or that it is public, or a console page), and every role
+ * holds a set of permissions (the matrix of docs/security.md, "Tenants,
+ * roles and tokens"). A route that declares nothing is refused when it is
+ * registered: the server does not start.
  */
 import type { Role } from '../core/tenancy.js';
 
@@ -37,7 +38,9 @@ export type Permission =
   /** who am I */
   | 'identity.read'
   /** the installation's Prometheus metrics (counts and durations, no ids) */
-  | 'metrics.read';
+  | 'metrics.read'
+  /** the nodes sharing the store (list, drain) and this node's warm pools */
+  | 'node.manage';
 
 /** The permissions of each role. Admin holds every permission, in every tenant. */
 export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
@@ -57,6 +60,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
     'tenant.manage',
     'identity.read',
     'metrics.read',
+    'node.manage',
   ],
   operator: [
     'session.info',
@@ -74,81 +78,54 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
   metrics: ['metrics.read', 'identity.read'],
 };
 
-/** `METHOD url-pattern` (Fastify's route url) → permission. HEAD is read as GET. */
-export const ROUTE_PERMISSIONS: Readonly<Record<string, Permission>> = {
-  'GET /v1/whoami': 'identity.read',
-  'GET /metrics': 'metrics.read',
-  'GET /v1/sessions': 'session.read',
-  'POST /v1/sessions': 'session.manage',
-  'GET /v1/sessions/:id': 'session.info',
-  'DELETE /v1/sessions/:id': 'session.manage',
-  'GET /v1/sessions/:id/contract': 'session.read',
-  'PATCH /v1/sessions/:id/contract': 'session.manage',
-  'GET /v1/sessions/:id/audit': 'session.read',
-  'GET /v1/sessions/:id/audit/verify': 'session.read',
-  'GET /v1/sessions/:id/audit/export': 'session.read',
-  // The system chain and every chain at once (routes/audit-routes.ts): admin only.
-  'GET /v1/audit/system/verify': 'token.manage',
-  'GET /v1/audit/system/export': 'token.manage',
-  'GET /v1/audit/verify': 'token.manage',
-  'POST /v1/sessions/:id/suspend': 'session.manage',
-  'POST /v1/sessions/:id/resume': 'session.manage',
-  'POST /v1/sessions/:id/pause': 'session.manage',
-  'POST /v1/sessions/:id/guard/reset': 'session.manage',
-  'POST /v1/sessions/:id/resize': 'session.manage',
-  'POST /v1/sessions/:id/keep-awake': 'session.manage',
-  'GET /v1/sessions/:id/ports': 'session.read',
-  'POST /v1/sessions/:id/ports': 'session.manage',
-  'DELETE /v1/sessions/:id/ports/:port': 'session.manage',
-  'GET /v1/sessions/:id/terminal': 'session.manage',
-  'GET /v1/sessions/:id/terminal/recordings/:takeoverId': 'session.read',
-  'POST /v1/sessions/:id/restart': 'session.manage',
-  'GET /v1/sessions/:id/desktop': 'session.info',
-  'GET /v1/sessions/:id/desktop/vnc': 'session.read',
-  'GET /v1/sessions/:id/desktop/thumbnails/:name': 'session.read',
-  'GET /v1/sessions/:id/desktop/takeovers/:takeoverId': 'session.read',
-  'POST /v1/sessions/:id/desktop/takeover': 'session.manage',
-  'DELETE /v1/sessions/:id/desktop/takeover': 'session.manage',
-  'POST /v1/sessions/:id/desktop/screenshot': 'tool.call',
-  'POST /v1/sessions/:id/desktop/actions': 'tool.call',
-  'POST /v1/sessions/:id/tools/:tool': 'tool.call',
-  'POST /v1/sessions/:id/exec': 'tool.call',
-  'GET /mcp': 'tool.call',
-  'POST /mcp': 'tool.call',
-  'DELETE /mcp': 'tool.call',
-  'GET /v1/sessions/:id/mcp': 'tool.call',
-  'POST /v1/sessions/:id/mcp': 'tool.call',
-  'DELETE /v1/sessions/:id/mcp': 'tool.call',
-  '* /v1/sessions/:id/ports/:port/*': 'tool.call',
-  'POST /v1/sessions/:id/snapshots': 'snapshot.manage',
-  'POST /v1/sessions/:id/fork': 'snapshot.manage',
-  'GET /v1/snapshots': 'snapshot.read',
-  'GET /v1/snapshots/:id': 'snapshot.read',
-  'DELETE /v1/snapshots/:id': 'snapshot.manage',
-  'GET /v1/approvals': 'approval.read',
-  'GET /v1/approvals/events': 'approval.read',
-  'GET /v1/approvals/:id': 'approval.await',
-  'POST /v1/approvals/:id/approve': 'approval.decide',
-  'POST /v1/approvals/:id/deny': 'approval.decide',
-  'GET /v1/events': 'session.read',
-  'GET /v1/tenants/:tenant/usage': 'session.read',
-  'GET /v1/images': 'image.read',
-  'GET /v1/images/:name': 'image.read',
-  'GET /v1/secrets': 'secret.manage',
-  'PUT /v1/secrets/:name': 'secret.manage',
-  'DELETE /v1/secrets/:name': 'secret.manage',
-  'GET /v1/tokens': 'token.manage',
-  'POST /v1/tokens': 'token.manage',
-  'DELETE /v1/tokens/:id': 'token.manage',
-  'GET /v1/tenants': 'tenant.manage',
-  'GET /v1/tenants/:tenant': 'tenant.manage',
-  'PUT /v1/tenants/:tenant': 'tenant.manage',
-};
+/** Who may call a route, declared where the route is registered (its `config.access`). */
+export type RouteAccess =
+  /** anyone, with no credential (health, the API description, login and logout) */
+  | { readonly kind: 'public' }
+  /** the web console's files: anyone, GET and HEAD only, never under an API path */
+  | { readonly kind: 'console-page' }
+  /** a caller whose role holds this permission */
+  | { readonly kind: 'permission'; readonly permission: Permission };
 
-/** The permission a route needs; a route missing from the table needs token management (admin only). */
-export function permissionOf(method: string, routeUrl: string): Permission {
-  const verb = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
-  return ROUTE_PERMISSIONS[`${verb} ${routeUrl}`] ?? ROUTE_PERMISSIONS[`* ${routeUrl}`] ?? 'token.manage';
+/** A route anyone may call without a credential. */
+export const PUBLIC_ROUTE: RouteAccess = Object.freeze({ kind: 'public' });
+
+/** A file of the web console (GET and HEAD only). */
+export const CONSOLE_PAGE: RouteAccess = Object.freeze({ kind: 'console-page' });
+
+/** A route for callers whose role holds `permission`. */
+export function needs(permission: Permission): RouteAccess {
+  return Object.freeze({ kind: 'permission', permission });
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** who may call the route; a route without it is refused at registration */
+    access?: RouteAccess;
+    /** the query string goes on to another server as it is (the port proxy): repeated names are not refused */
+    forwardsQuery?: boolean;
+  }
+}
+
+/** Paths of the API (case-insensitive: never served as a console page, whatever the spelling). */
+export function isApiPath(path: string): boolean {
+  const lower = path.toLowerCase();
+  return ['/v1', '/mcp', '/healthz', '/openapi.json', '/metrics'].some((prefix) => lower === prefix || lower.startsWith(`${prefix}/`));
+}
+
+/** Why a route's declaration is not acceptable, or undefined when it is. */
+export function declarationProblem(methods: readonly string[], url: string, access: RouteAccess | undefined): string | undefined {
+  const route = `${methods.join(',')} ${url}`;
+  if (access === undefined) {
+    return `route ${route} declares no access: add config: { access: needs('PERMISSION') | PUBLIC_ROUTE | CONSOLE_PAGE } to its registration (api/access-rules.ts)`;
+  }
+  if (access.kind === 'console-page' && (methods.some((method) => method !== 'GET' && method !== 'HEAD') || isApiPath(url))) {
+    return `route ${route} is declared CONSOLE_PAGE, which is only for GET and HEAD outside the API paths`;
+  }
+  if (access.kind === 'permission' && !ROLE_PERMISSIONS.admin.includes(access.permission)) {
+    return `route ${route} needs an unknown permission ${String(access.permission)}; permissions are listed in api/access-rules.ts`;
+  }
+  return undefined;
 }
 
 /** True when `role` holds `permission`. */

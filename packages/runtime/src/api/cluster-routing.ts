@@ -23,7 +23,8 @@ export function routedSessionOf(method: string, url: string): string | undefined
 /** Installs the routing hook; call after authentication's hook, before routes. */
 export function installClusterRouting(app: FastifyInstance, routing: SessionRouting): void {
   app.addHook('onRequest', async (request, reply) => {
-    if (reply.sent) return;
+    // Only a request that matched a route, and passed that route's access check, goes anywhere.
+    if (reply.sent || request.is404) return;
     const forwarded = typeof request.headers[FORWARDED_BY_HEADER] === 'string';
     const route = await decide(routing, request, forwarded);
     if (route.kind === 'proxy') {

@@ -3,6 +3,7 @@
  * or errors into responses. Nothing here decides anything.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { Socket } from 'node:net';
 import type { AirlockServices } from './airlock-services.js';
 import { AirlockError } from '../core/errors.js';
 import { errorBody, handleError } from './http-errors.js';
@@ -26,7 +27,8 @@ import { registerTerminalRoutes } from './routes/terminal-routes.js';
 import { registerNodeRoutes } from './routes/node-routes.js';
 import { installClusterRouting } from './cluster-routing.js';
 import { attachIdentity, type Authentication, type Identity } from './authentication.js';
-import { permissionOf, roleMay, ROLE_PERMISSIONS } from './access-rules.js';
+import { declarationProblem, isApiPath, needs, PUBLIC_ROUTE, roleMay, ROLE_PERMISSIONS, type Permission, type RouteAccess } from './access-rules.js';
+import { checkRequestTarget } from './request-target.js';
 import { TenantScope } from './tenant-scope.js';
 import { registerTokenRoutes } from './routes/token-routes.js';
 import { registerTenantRoutes } from './routes/tenant-routes.js';
@@ -84,43 +86,46 @@ export interface HttpServerOptions {
   allowedHosts?: readonly string[];
 }
 
-/** Paths of the API; everything else is the web console, served without authentication. */
-function isApiPath(url: string): boolean {
-  const path = url.split('?')[0] ?? '';
-  return (
-    path === '/v1' ||
-    path.startsWith('/v1/') ||
-    path === '/mcp' ||
-    path.startsWith('/mcp/') ||
-    path === '/healthz' ||
-    path === '/openapi.json' ||
-    path === '/metrics'
-  );
-}
-
-/** Routes that answer without an identity. */
-function isPublicRoute(method: string, url: string): boolean {
-  const path = url.split('?')[0] ?? '';
-  return path === '/healthz' || path === '/openapi.json' || (method === 'POST' && (path === '/v1/login' || path === '/v1/logout')) || !isApiPath(url);
-}
-
 /** Refuses a caller whose role lacks the route's permission (403) or who names another tenant's ids (404). */
-async function admit(identity: Identity, request: FastifyRequest, scope: TenantScope): Promise<void> {
-  const route = request.routeOptions.url;
-  // No route matched: the not-found handler answers, with nothing to protect.
-  if (route === undefined) return;
-  const permission = permissionOf(request.method, route);
+async function admit(identity: Identity, permission: Permission, request: FastifyRequest, scope: TenantScope): Promise<void> {
   if (!roleMay(identity.role, permission)) {
     const holders = (Object.keys(ROLE_PERMISSIONS) as (keyof typeof ROLE_PERMISSIONS)[]).filter((role) => roleMay(role, permission));
     throw new AirlockError(
       'ROLE_FORBIDDEN',
-      `a token with role ${identity.role} may not ${permission} (${request.method} ${route}); this needs a token with role ${holders.join(' or ')}`,
+      `a token with role ${identity.role} may not ${permission} (${request.method} ${request.routeOptions.url ?? ''}); this needs a token with role ${holders.join(' or ')}`,
       {
         details: { role: identity.role, permission },
       },
     );
   }
   await scope.check(identity, request);
+}
+
+/** Every route registered on a server, as `{ methods, url, access }` (for tests and the route listing). */
+export interface RegisteredRoute {
+  methods: string[];
+  url: string;
+  access: RouteAccess;
+}
+
+const REGISTERED = new WeakMap<FastifyInstance, RegisteredRoute[]>();
+
+/** The routes registered on a server built by `buildHttpServer`, read from the router's own registrations. */
+export function routesOf(app: FastifyInstance): readonly RegisteredRoute[] {
+  return REGISTERED.get(app) ?? [];
+}
+
+/** Refuses, at registration, a route that does not say who may call it: the server does not start. */
+function requireAccessDeclarations(app: FastifyInstance): void {
+  const routes: RegisteredRoute[] = [];
+  REGISTERED.set(app, routes);
+  app.addHook('onRoute', (route) => {
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map((method) => String(method).toUpperCase());
+    const access = route.config?.access;
+    const problem = declarationProblem(methods, route.url, access);
+    if (problem !== undefined || access === undefined) throw new AirlockError('INTERNAL', problem ?? 'unreachable');
+    routes.push({ methods, url: route.url, access });
+  });
 }
 
 /** Routes that run a tool call: each holds one of its tenant's call slots until its response ends. */
@@ -142,6 +147,33 @@ async function takeCallSlot(request: FastifyRequest, reply: FastifyReply, servic
   reply.raw.once('close', release);
 }
 
+/** How long open requests (streams, long polls, calls) get to end by themselves once the server is closing. */
+export const CLOSE_GRACE_MS = 2_000;
+
+/**
+ * Once closing starts, every socket still open after the grace period is
+ * destroyed: a long poll, a stream whose client reads nothing, headers that
+ * never end, a client gone half-way (CLOSE-WAIT) or an upgraded WebSocket
+ * would each keep close() waiting for minutes.
+ */
+function closeEverySocketOnClose(app: FastifyInstance): void {
+  const sockets = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook('preClose', async () => {
+    timer ??= setTimeout(() => {
+      app.server.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
+    }, CLOSE_GRACE_MS);
+    // A process that has nothing else to do need not wait for it.
+    timer.unref();
+  });
+  app.addHook('onClose', async () => clearTimeout(timer));
+}
+
 /** Builds the Fastify app (not yet listening). */
 export function buildHttpServer(services: AirlockServices, options: HttpServerOptions): FastifyInstance {
   const app = Fastify({
@@ -154,11 +186,14 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
     rememberFailure(request, error);
     handleError(error, request, reply);
   });
+  requireAccessDeclarations(app);
+  closeEverySocketOnClose(app);
   // First of all hooks: a request refused by any later one is logged too.
   if (options.log) installRequestLog(app, options.log);
+  // No route matched: nothing runs but this. Outside the API paths (in any letter case), a GET is
+  // the web console's (a file, or index.html for a client route); the console's files are public.
   app.setNotFoundHandler((request, reply) => {
-    // Outside the API, a GET is the web console's (a file, or index.html for a client route).
-    if (!isApiPath(request.url) && (request.method === 'GET' || request.method === 'HEAD') && sendConsoleAsset(options.console, request, reply)) return;
+    if (!isApiPath(request.url.split('?')[0] ?? '') && (request.method === 'GET' || request.method === 'HEAD') && sendConsoleAsset(options.console, request, reply)) return;
     void reply.status(404).send(errorBody(new AirlockError('NOT_FOUND', `no route ${request.method} ${request.url}; see /openapi.json`)));
   });
   app.removeContentTypeParser('application/json');
@@ -175,7 +210,17 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
     allowedOrigins: options.allowedOrigins ?? [],
     allowedHosts: options.allowedHosts ?? [],
   });
-  // First of all hooks, on every route: a request a browser was tricked into sending gets nothing else.
+  // First of all hooks, on every request: a target whose path decodes to something other than
+  // what it says is refused before anything (the Origin guard, authentication, the router's match) acts on it.
+  app.addHook('onRequest', async (request, reply) => {
+    try {
+      checkRequestTarget(request.raw.url ?? '', { refuseRepeated: request.routeOptions.config.forwardsQuery !== true });
+    } catch (error) {
+      const refused = error as AirlockError;
+      return reply.status(refused.status).send(isMcpUrl(request.url) ? jsonRpcErrorBody(refused) : errorBody(refused));
+    }
+  });
+  // Then, on every route: a request a browser was tricked into sending gets nothing else.
   app.addHook('onRequest', async (request, reply) => {
     const address = app.server.address();
     const refusal = guard.check(request.headers, typeof address === 'object' && address ? address.port : 0);
@@ -183,12 +228,17 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   });
   app.addHook('onRequest', async (request, reply) => {
     // Authentication first: a stranger learns nothing (not even the body limit) and costs no body read.
-    if (!isPublicRoute(request.method, request.url)) {
+    // Decided on the route the router matched, by what it declared; a request that matched none gets
+    // the not-found handler, which runs no route.
+    const access: RouteAccess | undefined = request.is404 ? PUBLIC_ROUTE : request.routeOptions.config.access;
+    if (access?.kind !== 'public' && access?.kind !== 'console-page') {
       try {
+        // Unreachable (a route without a declaration is refused at registration), and closed all the same.
+        if (access === undefined) throw new AirlockError('INTERNAL', `route ${request.method} ${request.routeOptions.url ?? ''} declares no access`);
         const identity = await options.authentication.identify(request);
         attachIdentity(request, identity);
         // The role, then the tenant of every id the request names: a refused caller costs no body read either.
-        await admit(identity, request, scope);
+        await admit(identity, access.permission, request, scope);
         await takeCallSlot(request, reply, services, scope);
       } catch (error) {
         // Tokens live in the store: a store that does not answer is the server's fault, not the caller's (and says nothing of the token).
@@ -219,12 +269,12 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   });
   // After authentication: a forwarded call carries the caller's own credentials to the node that answers it.
   if (services.cluster) installClusterRouting(app, services.cluster.routing);
-  app.get('/healthz', async () => ({ ok: true, version: options.version }));
+  app.get('/healthz', { config: { access: PUBLIC_ROUTE } }, async () => ({ ok: true, version: options.version }));
   const document = openApiDocument(options.version);
-  app.get('/openapi.json', async () => document);
+  app.get('/openapi.json', { config: { access: PUBLIC_ROUTE } }, async () => document);
   const metrics = options.metrics;
   if (metrics) {
-    app.get('/metrics', async (_request, reply) => {
+    app.get('/metrics', { config: { access: needs('metrics.read') } }, async (_request, reply) => {
       const { contentType, body } = await metrics.exposition();
       return reply.type(contentType).send(body);
     });

@@ -6,13 +6,14 @@ import type { ApprovalRecord } from '../../core/approval.js';
 import { parseBody } from '../parse-body.js';
 import { approverName, identityOf } from '../authentication.js';
 import type { TenantScope } from '../tenant-scope.js';
+import { needs } from '../access-rules.js';
 
 // `by` is accepted from older clients and ignored: the approver is who authenticated (docs/security.md).
 const decisionBody = z.strictObject({ reason: z.string().max(4000).optional(), by: z.string().max(200).optional() });
 
 /** Registers /v1/approvals routes. */
 export function registerApprovalRoutes(app: FastifyInstance, services: AirlockServices, scope: TenantScope): void {
-  app.get<{ Querystring: { sessionId?: string; state?: string } }>('/v1/approvals', async (request) => {
+  app.get<{ Querystring: { sessionId?: string; state?: string } }>('/v1/approvals', { config: { access: needs('approval.read') } }, async (request) => {
     const identity = identityOf(request);
     const approvals = await services.approvals.list({
       ...(request.query.sessionId === undefined ? {} : { sessionId: request.query.sessionId }),
@@ -28,7 +29,7 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
   app.addHook('preClose', async () => {
     for (const stop of open) stop();
   });
-  app.get('/v1/approvals/events', async (request, reply) => {
+  app.get('/v1/approvals/events', { config: { access: needs('approval.read') } }, async (request, reply) => {
     const identity = identityOf(request);
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
@@ -59,14 +60,14 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
     request.raw.on('close', stop);
   });
 
-  app.get<{ Params: { id: string }; Querystring: { waitSeconds?: string } }>('/v1/approvals/:id', async (request) => {
+  app.get<{ Params: { id: string }; Querystring: { waitSeconds?: string } }>('/v1/approvals/:id', { config: { access: needs('approval.await') } }, async (request) => {
     const waitSeconds = Math.min(Math.max(Number.parseFloat(request.query.waitSeconds ?? '0') || 0, 0), 600);
     if (waitSeconds > 0) await services.approvals.waitForOutcome(request.params.id, waitSeconds * 1000);
     return services.approvals.get(request.params.id);
   });
 
   for (const verdict of ['approve', 'deny'] as const) {
-    app.post<{ Params: { id: string } }>(`/v1/approvals/:id/${verdict}`, async (request) => {
+    app.post<{ Params: { id: string } }>(`/v1/approvals/:id/${verdict}`, { config: { access: needs('approval.decide') } }, async (request) => {
       const body = parseBody(decisionBody, request.body ?? {});
       // The approver is who authenticated; no caller can name someone else.
       return services.approvals.decide(request.params.id, verdict, approverName(identityOf(request)), body.reason ?? null);

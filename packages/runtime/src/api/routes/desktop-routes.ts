@@ -15,13 +15,14 @@ import { parseBody } from '../parse-body.js';
 import { RfbInputFilter } from '../rfb-input-filter.js';
 import { sendOutcome } from './tool-routes.js';
 import { approverName, identityOf } from '../authentication.js';
+import { needs } from '../access-rules.js';
 
 const takeoverBody = z.strictObject({ by: z.string().min(1).max(200).optional() });
 const WAIT_FIELD = 'approvalWaitSeconds';
 
 /** Registers /v1/sessions/:id/desktop routes (the WebSocket plugin must be registered first). */
 export function registerDesktopRoutes(app: FastifyInstance, services: AirlockServices): void {
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/desktop/screenshot', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/desktop/screenshot', { config: { access: needs('tool.call') } }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>;
     const { [WAIT_FIELD]: wait, ...args } = body;
     const outcome = await services.pipeline.submit(request.params.id, 'desktop.screenshot', args, { approvalWaitMs: waitMs(wait) });
@@ -36,7 +37,7 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
       .send(Buffer.from(String(result['png']), 'base64'));
   });
 
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/desktop/actions', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/desktop/actions', { config: { access: needs('tool.call') } }, async (request, reply) => {
     const body = request.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new AirlockError('INVALID_REQUEST', 'the body is one action as a JSON object, e.g. {"action":"click","x":100,"y":200}', { details: { field: '(body)' } });
@@ -46,7 +47,7 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
     return sendOutcome(reply, outcome);
   });
 
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id/desktop', async (request) => {
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/desktop', { config: { access: needs('session.info') } }, async (request) => {
     const session = await services.sessions.get(request.params.id);
     const takeover = services.desktop.takeovers.current(session.id);
     const image = await services.images.get(session.imageName).catch(() => undefined);
@@ -60,7 +61,7 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
     };
   });
 
-  app.get<{ Params: { id: string; name: string } }>('/v1/sessions/:id/desktop/thumbnails/:name', async (request, reply) => {
+  app.get<{ Params: { id: string; name: string } }>('/v1/sessions/:id/desktop/thumbnails/:name', { config: { access: needs('session.read') } }, async (request, reply) => {
     const session = await services.sessions.get(request.params.id);
     const png = await services.thumbnails.get(session.id, request.params.name);
     if (!png) {
@@ -71,7 +72,7 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
     return reply.header('content-type', 'image/png').header('cache-control', 'private, max-age=3600').send(png);
   });
 
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/desktop/takeover', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/desktop/takeover', { config: { access: needs('session.manage') } }, async (request, reply) => {
     const session = await services.sessions.get(request.params.id);
     parseBody(takeoverBody, request.body ?? {});
     // The caller is recorded as who authenticated, whatever the body's `by` says (as approvals are).
@@ -79,12 +80,12 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
     return reply.status(201).send(summary(takeover));
   });
 
-  app.delete<{ Params: { id: string } }>('/v1/sessions/:id/desktop/takeover', async (request) => {
+  app.delete<{ Params: { id: string } }>('/v1/sessions/:id/desktop/takeover', { config: { access: needs('session.manage') } }, async (request) => {
     const session = await services.sessions.get(request.params.id);
     return summary(await services.desktop.takeovers.end(session.id));
   });
 
-  app.get<{ Params: { id: string; takeoverId: string } }>('/v1/sessions/:id/desktop/takeovers/:takeoverId', async (request) => {
+  app.get<{ Params: { id: string; takeoverId: string } }>('/v1/sessions/:id/desktop/takeovers/:takeoverId', { config: { access: needs('session.read') } }, async (request) => {
     const session = await services.sessions.get(request.params.id);
     const takeover = services.desktop.takeovers.get(session.id, request.params.takeoverId);
     return {
@@ -97,6 +98,7 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
   app.route<{ Params: { id: string }; Querystring: { takeover?: string } }>({
     method: 'GET',
     url: '/v1/sessions/:id/desktop/vnc',
+    config: { access: needs('session.read') },
     // A plain GET (no upgrade) is told what the route is, instead of an empty 404.
     handler: async (request) => {
       await services.sessions.get(request.params.id);

@@ -6,6 +6,7 @@ import { AirlockError } from '../../core/errors.js';
 import { parseBody } from '../parse-body.js';
 import { sessionView } from '../session-view.js';
 import { TENANT_NAME_PATTERN } from '../../core/tenancy.js';
+import { needs } from '../access-rules.js';
 
 const secretBody = z.strictObject({
   value: z.string().min(1),
@@ -20,21 +21,21 @@ export function registerEgressRoutes(app: FastifyInstance, services: AirlockServ
     if (!services.secrets) throw new AirlockError('INTERNAL', 'this server has no secret store');
     return services.secrets;
   };
-  app.get('/v1/secrets', async () => ({ secrets: secrets().list() }));
-  app.put<{ Params: { name: string } }>('/v1/secrets/:name', async (request) => {
+  app.get('/v1/secrets', { config: { access: needs('secret.manage') } }, async () => ({ secrets: secrets().list() }));
+  app.put<{ Params: { name: string } }>('/v1/secrets/:name', { config: { access: needs('secret.manage') } }, async (request) => {
     const body = parseBody(secretBody, request.body ?? {});
     const info = secrets().set(request.params.name, body.value, body.tenants);
     await services.audit.appendNow(services.store, { sessionId: '', type: 'secret.set', data: { name: info.name, bytes: info.bytes, tenants: info.tenants } });
     return info;
   });
-  app.delete<{ Params: { name: string } }>('/v1/secrets/:name', async (request) => {
+  app.delete<{ Params: { name: string } }>('/v1/secrets/:name', { config: { access: needs('secret.manage') } }, async (request) => {
     if (!secrets().remove(request.params.name)) {
       throw new AirlockError('SECRET_NOT_FOUND', `no secret named ${request.params.name}; list them with \`airlock secrets ls\``, { details: { name: request.params.name } });
     }
     await services.audit.appendNow(services.store, { sessionId: '', type: 'secret.deleted', data: { name: request.params.name } });
     return { name: request.params.name, deleted: true };
   });
-  app.patch<{ Params: { id: string } }>('/v1/sessions/:id/contract', async (request) => {
+  app.patch<{ Params: { id: string } }>('/v1/sessions/:id/contract', { config: { access: needs('session.manage') } }, async (request) => {
     const body = parseBody(contractPatch, request.body ?? {});
     if (!services.contracts) throw new AirlockError('INTERNAL', 'this server cannot update contracts');
     return sessionView(await services.contracts.update(request.params.id, { ...(body.network === undefined ? {} : { network: body.network }), ...(body.filesystem === undefined ? {} : { filesystem: body.filesystem }) }));

@@ -5,6 +5,7 @@ import type { ActivityFeed } from '../activity-feed.js';
 import { EventStream } from '../event-stream.js';
 import { identityOf } from '../authentication.js';
 import { AirlockError } from '../../core/errors.js';
+import { needs } from '../access-rules.js';
 
 /** Open streams beyond this are refused: each holds a socket and two timers. */
 const MAX_STREAMS = 256;
@@ -16,7 +17,7 @@ export function registerEventRoutes(app: FastifyInstance, services: AirlockServi
   app.addHook('preClose', async () => {
     for (const stream of open) stream.close();
   });
-  app.get<{ Querystring: { sessionId?: string } }>('/v1/events', async (request, reply) => {
+  app.get<{ Querystring: { sessionId?: string } }>('/v1/events', { config: { access: needs('session.read') } }, async (request, reply) => {
     const identity = identityOf(request);
     const sessionId = request.query.sessionId;
     if (sessionId !== undefined) {

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { parseBody } from '../parse-body.js';
 import { LOGIN_COOKIE, identityOf, type Authentication, type Identity } from '../authentication.js';
 import type { ConsoleLogin } from '../console-logins.js';
+import { needs, PUBLIC_ROUTE } from '../access-rules.js';
 
 const loginBody = z.strictObject({ token: z.string().min(1, 'paste the API token printed by `airlock serve`').max(4096) });
 
@@ -28,7 +29,7 @@ function loginCookie(request: FastifyRequest, value: string, maxAgeSeconds: numb
 
 /** Registers POST /v1/login, POST /v1/logout and GET /v1/whoami. */
 export function registerLoginRoutes(app: FastifyInstance, authentication: Authentication): void {
-  app.post('/v1/login', async (request, reply: FastifyReply) => {
+  app.post('/v1/login', { config: { access: PUBLIC_ROUTE } }, async (request, reply: FastifyReply) => {
     const body = parseBody(loginBody, request.body ?? {});
     const grant = await authentication.grantOf(body.token);
     const login = authentication.logins.create(grant);
@@ -37,14 +38,14 @@ export function registerLoginRoutes(app: FastifyInstance, authentication: Authen
     return loginView({ kind: 'console', ...grant }, login);
   });
 
-  app.post('/v1/logout', async (request, reply) => {
+  app.post('/v1/logout', { config: { access: PUBLIC_ROUTE } }, async (request, reply) => {
     const login = authentication.loginOf(request);
     if (login) authentication.logins.end(login.id);
     void reply.header('set-cookie', loginCookie(request, '', 0)).header('cache-control', 'no-store');
     return { loggedOut: login !== undefined };
   });
 
-  app.get('/v1/whoami', async (request, reply) => {
+  app.get('/v1/whoami', { config: { access: needs('identity.read') } }, async (request, reply) => {
     const identity = identityOf(request);
     void reply.header('cache-control', 'no-store');
     return loginView(identity, identity.kind === 'console' ? authentication.loginOf(request) : undefined);

@@ -16,6 +16,7 @@ import { translateError } from '../http-errors.js';
 import type { IncomingMessage } from 'node:http';
 import { identityOf, type Identity } from '../authentication.js';
 import { EVERY_TENANT } from '../../core/tenancy.js';
+import { needs } from '../access-rules.js';
 
 /** Options of the MCP routes. */
 export interface McpRouteOptions {
@@ -66,6 +67,7 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRouteOptions
     scope.route<{ Querystring: { session?: string } }>({
       method: ['GET', 'POST', 'DELETE'],
       url: '/mcp',
+      config: { access: needs('tool.call') },
       handler: async (request, reply) => {
         const header = request.headers['x-airlock-session'];
         const fromHeader = Array.isArray(header) ? header[0] : header;
@@ -75,6 +77,7 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRouteOptions
     scope.route<{ Params: { id: string } }>({
       method: ['GET', 'POST', 'DELETE'],
       url: '/v1/sessions/:id/mcp',
+      config: { access: needs('tool.call') },
       handler: async (request, reply) => serve(request, reply, request.params.id),
     });
   });

@@ -5,6 +5,7 @@ import { AirlockError } from '../../core/errors.js';
 import type { NodeRecord } from '../../core/cluster-node.js';
 import { livenessOf } from '../../core/cluster-node.js';
 import { DEFAULT_NODE_LEASE_MS } from '../../cluster/node-membership.js';
+import { needs } from '../access-rules.js';
 
 /** Registers /v1/nodes routes. */
 export function registerNodeRoutes(app: FastifyInstance, services: AirlockServices): void {
@@ -24,12 +25,12 @@ export function registerNodeRoutes(app: FastifyInstance, services: AirlockServic
     }));
   };
 
-  app.get('/v1/nodes', async () => view(await services.store.listNodes()));
+  app.get('/v1/nodes', { config: { access: needs('node.manage') } }, async () => view(await services.store.listNodes()));
 
   // This server's own pools (each node keeps its own).
-  app.get('/v1/warm-pool', async () => services.pool.status());
+  app.get('/v1/warm-pool', { config: { access: needs('node.manage') } }, async () => services.pool.status());
 
-  app.post<{ Params: { id: string } }>('/v1/nodes/:id/drain', async (request) => {
+  app.post<{ Params: { id: string } }>('/v1/nodes/:id/drain', { config: { access: needs('node.manage') } }, async (request) => {
     const id = request.params.id;
     const node = await services.store.getNode(id);
     if (!node) {

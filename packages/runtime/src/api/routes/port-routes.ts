@@ -14,6 +14,7 @@ import { z } from 'zod';
 import type { AirlockServices } from '../airlock-services.js';
 import { AirlockError } from '../../core/errors.js';
 import { parseBody } from '../parse-body.js';
+import { needs } from '../access-rules.js';
 
 /** Headers that describe one hop, never forwarded (RFC 9110 §7.6.1), plus our own credentials. */
 const HOP_HEADERS = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'authorization', 'host']);
@@ -39,18 +40,18 @@ export function registerPortRoutes(app: FastifyInstance, services: AirlockServic
     url: `${request.protocol}://${request.host}${portPath(sessionId, port)}`,
   });
 
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id/ports', async (request) => ({
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/ports', { config: { access: needs('session.read') } }, async (request) => ({
     sessionId: request.params.id,
     ports: (await services.ports.list(request.params.id)).map((port) => view(request, request.params.id, port)),
   }));
 
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/ports', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/ports', { config: { access: needs('session.manage') } }, async (request, reply) => {
     const { port } = parseBody(exposeBody, request.body ?? {});
     await services.ports.expose(request.params.id, port);
     return reply.status(201).send(view(request, request.params.id, port));
   });
 
-  app.delete<{ Params: PortParams }>('/v1/sessions/:id/ports/:port', async (request) => {
+  app.delete<{ Params: PortParams }>('/v1/sessions/:id/ports/:port', { config: { access: needs('session.manage') } }, async (request) => {
     const port = portNumber(request.params.port);
     await services.ports.unexpose(request.params.id, port);
     return { port, exposed: false };
@@ -60,7 +61,7 @@ export function registerPortRoutes(app: FastifyInstance, services: AirlockServic
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
-    scope.all<{ Params: PortParams }>('/v1/sessions/:id/ports/:port/*', (request, reply) => proxy(services, request, reply));
+    scope.all<{ Params: PortParams }>('/v1/sessions/:id/ports/:port/*', { config: { access: needs('tool.call'), forwardsQuery: true } }, (request, reply) => proxy(services, request, reply));
   });
 }
 

@@ -10,6 +10,7 @@ import { DEFAULT_IMAGE } from '../../core/session-service.js';
 import { EVERY_TENANT } from '../../core/tenancy.js';
 import { AirlockError } from '../../core/errors.js';
 import type { SessionContract } from '../../core/session-contract.js';
+import { needs } from '../access-rules.js';
 
 const createBody = z.strictObject({
   image: z.string().min(1).optional(),
@@ -21,7 +22,7 @@ const createBody = z.strictObject({
 
 /** Registers /v1/sessions routes. */
 export function registerSessionRoutes(app: FastifyInstance, services: AirlockServices): void {
-  app.post('/v1/sessions', async (request, reply) => {
+  app.post('/v1/sessions', { config: { access: needs('session.manage') } }, async (request, reply) => {
     const body = parseBody(createBody, request.body ?? {});
     const identity = identityOf(request);
     // A token of one tenant makes sessions of that tenant: a contract naming none gets the token's.
@@ -48,20 +49,20 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     }
   });
 
-  app.get('/v1/sessions', async (request) => {
+  app.get('/v1/sessions', { config: { access: needs('session.read') } }, async (request) => {
     const identity = identityOf(request);
     return { sessions: (await services.sessions.list()).filter((session) => reaches(identity, session.tenant)).map((session) => sessionView(session)) };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(await services.sessions.get(request.params.id)));
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id', { config: { access: needs('session.info') } }, async (request) => sessionView(await services.sessions.get(request.params.id)));
 
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id/contract', async (request) => {
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/contract', { config: { access: needs('session.read') } }, async (request) => {
     const session = await services.sessions.get(request.params.id);
     return { sessionId: session.id, version: session.contractVersion, contract: session.contract };
   });
 
   // Another tenant's name answers 404 before this runs (TenantScope).
-  app.get<{ Params: { tenant: string } }>('/v1/tenants/:tenant/usage', async (request) => {
+  app.get<{ Params: { tenant: string } }>('/v1/tenants/:tenant/usage', { config: { access: needs('session.read') } }, async (request) => {
     const views = (await services.sessions.list()).filter((session) => session.tenant === request.params.tenant).map((session) => sessionView(session));
     const totals: Record<string, number> = {};
     for (const view of views) {
@@ -73,21 +74,21 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     return { tenant: request.params.tenant, sessions: views.length, live: views.filter((v) => v['state'] !== 'terminated').length, meters: totals };
   });
 
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/suspend', async (request) => sessionView(await services.sessions.suspend(request.params.id)));
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/resume', async (request) => sessionView(await services.sessions.resume(request.params.id)));
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/suspend', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.suspend(request.params.id)));
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/resume', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.resume(request.params.id)));
   // Who restarted is who authenticated (recorded in the audit), never a field of the request.
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/restart', async (request) =>
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/restart', { config: { access: needs('session.manage') } }, async (request) =>
     sessionView(await services.sessions.restart(request.params.id, approverName(identityOf(request)))),
   );
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/pause', async (request) => sessionView(await services.sessions.pause(request.params.id)));
-  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => sessionView(await services.sessions.terminate(request.params.id)));
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/pause', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.pause(request.params.id)));
+  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.terminate(request.params.id)));
 
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/guard/reset', async (request) => {
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/guard/reset', { config: { access: needs('session.manage') } }, async (request) => {
     const session = await services.sessions.resetGuard(request.params.id, 'api');
     return sessionView(session);
   });
 
-  app.get<{ Params: { id: string }; Querystring: { afterSeq?: string; limit?: string; tail?: string } }>('/v1/sessions/:id/audit', async (request) => {
+  app.get<{ Params: { id: string }; Querystring: { afterSeq?: string; limit?: string; tail?: string } }>('/v1/sessions/:id/audit', { config: { access: needs('session.read') } }, async (request) => {
     const session = await services.sessions.get(request.params.id);
     // tail=N: the last N records (what the console shows beside a held call), without reading the whole chain.
     const tail = Number.parseInt(request.query.tail ?? '', 10);
@@ -96,14 +97,14 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     return { sessionId: session.id, records: await services.store.listAudit(session.id, { afterSeq, limit }) };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id/audit/verify', async (request) => {
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/audit/verify', { config: { access: needs('session.read') } }, async (request) => {
     const session = await services.sessions.get(request.params.id);
     const result = await services.audit.verify(services.store, session.id, { mustHaveRecords: true });
     return { sessionId: session.id, ...result };
   });
 
   // JSON lines: every record, then the head signed with the audit key (`airlock audit export ID`).
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id/audit/export', async (request, reply) => {
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/audit/export', { config: { access: needs('session.read') } }, async (request, reply) => {
     const session = await services.sessions.get(request.params.id);
     const lines = await services.audit.exportChain(services.store, session.id);
     return reply.type('application/x-ndjson').send(lines.map((line) => `${JSON.stringify(line)}\n`).join(''));

@@ -10,6 +10,7 @@ import { forkAcrossNodes } from '../fork-across-nodes.js';
 import { identityOf } from '../authentication.js';
 import type { TenantScope } from '../tenant-scope.js';
 import type { Release } from '../../core/tenant-admission.js';
+import { needs } from '../access-rules.js';
 
 // Names end up in tables and logs: no control characters.
 const createBody = z.strictObject({
@@ -26,13 +27,13 @@ const forkBody = z.strictObject({ count: z.number(), snapshotId: z.string().min(
 
 /** Registers /v1/snapshots and the snapshot and fork routes of a session. */
 export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockServices, scope: TenantScope): void {
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/snapshots', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/snapshots', { config: { access: needs('snapshot.manage') } }, async (request, reply) => {
     const body = parseBody(createBody, request.body ?? {});
     const snapshot = await services.snapshots.capture(request.params.id, { name: body.name ?? null });
     return reply.status(201).send(snapshotView(snapshot));
   });
 
-  app.get<{ Querystring: { sessionId?: string; all?: string } }>('/v1/snapshots', async (request) => {
+  app.get<{ Querystring: { sessionId?: string; all?: string } }>('/v1/snapshots', { config: { access: needs('snapshot.read') } }, async (request) => {
     const { sessionId, all } = request.query;
     if (sessionId !== undefined) await services.sessions.get(sessionId);
     const identity = identityOf(request);
@@ -42,11 +43,11 @@ export function registerSnapshotRoutes(app: FastifyInstance, services: AirlockSe
     return { snapshots: visible };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/snapshots/:id', async (request) => snapshotView(await services.snapshots.get(request.params.id)));
+  app.get<{ Params: { id: string } }>('/v1/snapshots/:id', { config: { access: needs('snapshot.read') } }, async (request) => snapshotView(await services.snapshots.get(request.params.id)));
 
-  app.delete<{ Params: { id: string } }>('/v1/snapshots/:id', async (request) => snapshotView(await services.snapshots.remove(request.params.id)));
+  app.delete<{ Params: { id: string } }>('/v1/snapshots/:id', { config: { access: needs('snapshot.manage') } }, async (request) => snapshotView(await services.snapshots.remove(request.params.id)));
 
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/fork', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/fork', { config: { access: needs('snapshot.manage') } }, async (request, reply) => {
     const body = parseBody(forkBody, request.body ?? {});
     if (body.snapshotId !== undefined) await scope.requireSnapshot(identityOf(request), body.snapshotId);
     // The tenant's room is reserved for every branch here, also those other nodes make (each reserves its share too: never over the quota).

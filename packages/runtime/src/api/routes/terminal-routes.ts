@@ -15,6 +15,7 @@ import type { AirlockServices } from '../airlock-services.js';
 import { AirlockError, toAirlockError } from '../../core/errors.js';
 import { TERMINAL_SIZE_LIMITS, type OpenTerminal } from '../../core/terminal-takeovers.js';
 import { approverName, identityOf, type Identity } from '../authentication.js';
+import { needs } from '../access-rules.js';
 
 /** The WebSocket subprotocol of the terminal. */
 export const TERMINAL_PROTOCOL = 'airlock.terminal.v1';
@@ -35,6 +36,7 @@ export function registerTerminalRoutes(app: FastifyInstance, services: AirlockSe
   app.route<{ Params: { id: string }; Querystring: { client?: string } }>({
     method: 'GET',
     url: '/v1/sessions/:id/terminal',
+    config: { access: needs('session.manage') },
     // Before the upgrade: a refusal is an HTTP answer with its code, not a socket that opens and dies.
     preValidation: async (request) => {
       await requireVisible(services, request.params.id, identityOf(request));
@@ -60,15 +62,19 @@ export function registerTerminalRoutes(app: FastifyInstance, services: AirlockSe
     },
   });
 
-  app.get<{ Params: { id: string; takeoverId: string } }>('/v1/sessions/:id/terminal/recordings/:takeoverId', async (request, reply) => {
-    await requireVisible(services, request.params.id, identityOf(request));
-    const bytes = await services.terminals.recording(request.params.id, request.params.takeoverId);
-    return reply
-      .header('content-type', 'application/x-asciicast')
-      .header('content-disposition', `attachment; filename="${request.params.takeoverId}.cast"`)
-      .header('cache-control', 'private, no-store')
-      .send(bytes);
-  });
+  app.get<{ Params: { id: string; takeoverId: string } }>(
+    '/v1/sessions/:id/terminal/recordings/:takeoverId',
+    { config: { access: needs('session.read') } },
+    async (request, reply) => {
+      await requireVisible(services, request.params.id, identityOf(request));
+      const bytes = await services.terminals.recording(request.params.id, request.params.takeoverId);
+      return reply
+        .header('content-type', 'application/x-asciicast')
+        .header('content-disposition', `attachment; filename="${request.params.takeoverId}.cast"`)
+        .header('cache-control', 'private, no-store')
+        .send(bytes);
+    },
+  );
 }
 
 /** One takeover over one socket: opens the shell at the client's size, relays both ways, hands back when the socket closes. */

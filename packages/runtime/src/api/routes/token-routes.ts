@@ -9,6 +9,7 @@ import type { AirlockServices } from '../airlock-services.js';
 import { parseBody } from '../parse-body.js';
 import { approverName, identityOf, type Authentication } from '../authentication.js';
 import { ROLES, TENANT_NAME_PATTERN, type Role } from '../../core/tenancy.js';
+import { needs } from '../access-rules.js';
 
 const createBody = z.strictObject({
   tenant: z.string().regex(TENANT_NAME_PATTERN, 'expected a tenant name: 1-128 letters, digits or . _ : @ - (as in a contract identity.tenant)'),
@@ -23,7 +24,7 @@ const createBody = z.strictObject({
 
 /** Registers /v1/tokens. */
 export function registerTokenRoutes(app: FastifyInstance, services: AirlockServices, authentication: Authentication): void {
-  app.post('/v1/tokens', async (request, reply) => {
+  app.post('/v1/tokens', { config: { access: needs('token.manage') } }, async (request, reply) => {
     const body = parseBody(createBody, request.body ?? {});
     const { token, secret } = await services.tokens.create(
       { tenant: body.tenant, ...(body.role === undefined ? {} : { role: body.role }), ...(body.name === undefined ? {} : { name: body.name }) },
@@ -35,9 +36,9 @@ export function registerTokenRoutes(app: FastifyInstance, services: AirlockServi
       .send({ id: token.id, token: secret, tenant: token.tenant, role: token.role, name: token.name, createdAt: token.createdAt });
   });
 
-  app.get('/v1/tokens', async () => ({ tokens: await services.tokens.list() }));
+  app.get('/v1/tokens', { config: { access: needs('token.manage') } }, async () => ({ tokens: await services.tokens.list() }));
 
-  app.delete<{ Params: { id: string } }>('/v1/tokens/:id', async (request) => {
+  app.delete<{ Params: { id: string } }>('/v1/tokens/:id', { config: { access: needs('token.manage') } }, async (request) => {
     const revoked = await services.tokens.revoke(request.params.id, approverName(identityOf(request)));
     // This server's console logins end now; other servers' at their next request (they ask the store).
     authentication.logins.endAllOf(revoked.id);

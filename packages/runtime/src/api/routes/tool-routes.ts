@@ -11,6 +11,7 @@ import type { ToolCallOutcome } from '../../core/tool-pipeline.js';
 import { translateError, errorBody } from '../http-errors.js';
 import { parseTraceparent } from '../../core/tracer.js';
 import { admitFork } from './snapshot-routes.js';
+import { needs } from '../access-rules.js';
 
 interface ToolQuery {
   approvalWaitSeconds?: string;
@@ -40,7 +41,7 @@ function withoutTransportFields(body: Record<string, unknown>): Record<string, u
 
 /** Registers tool-call routes. */
 export function registerToolRoutes(app: FastifyInstance, services: AirlockServices): void {
-  app.post<{ Params: { id: string; tool: string }; Querystring: ToolQuery }>('/v1/sessions/:id/tools/:tool', async (request, reply) => {
+  app.post<{ Params: { id: string; tool: string }; Querystring: ToolQuery }>('/v1/sessions/:id/tools/:tool', { config: { access: needs('tool.call') } }, async (request, reply) => {
     const body = objectBody(request.body);
     const abort = abortOnDisconnect(request.raw, reply.raw);
     const trace = parseTraceparent(request.headers.traceparent as string | undefined);
@@ -58,7 +59,7 @@ export function registerToolRoutes(app: FastifyInstance, services: AirlockServic
     }
   });
 
-  app.post<{ Params: { id: string }; Querystring: ToolQuery & { stream?: string } }>('/v1/sessions/:id/exec', async (request, reply) => {
+  app.post<{ Params: { id: string }; Querystring: ToolQuery & { stream?: string } }>('/v1/sessions/:id/exec', { config: { access: needs('tool.call') } }, async (request, reply) => {
     const body = objectBody(request.body);
     const stream = body['stream'] === true || request.query.stream === 'true' || request.query.stream === '1';
     const abort = abortOnDisconnect(request.raw, reply.raw);
