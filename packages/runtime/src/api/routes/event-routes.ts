@@ -29,13 +29,20 @@ export function registerEventRoutes(app: FastifyInstance, services: AirlockServi
     if (open.size >= MAX_STREAMS) {
       throw new AirlockError('SESSION_BUSY', `${MAX_STREAMS} event streams are open already; close a console tab and retry`);
     }
+    // Per token (429 over the cap), and ended with the token when it is revoked.
+    let stream: EventStream | undefined;
+    const held = services.openByToken.open(identity.tokenId, 'event-stream', () => stream?.close());
     reply.hijack();
-    const stream = new EventStream(reply.raw, services, feed, {
+    stream = new EventStream(reply.raw, services, feed, {
       identity,
       ...(sessionId === undefined ? {} : { sessionId }),
       ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
     });
-    open.add(stream);
-    reply.raw.on('close', () => open.delete(stream));
+    const opened = stream;
+    open.add(opened);
+    reply.raw.on('close', () => {
+      open.delete(opened);
+      held.release();
+    });
   });
 }
