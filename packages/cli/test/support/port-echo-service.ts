@@ -2,8 +2,9 @@
  * A web service for tests of the port proxy, run inside a session: it logs
  * every request it receives (method, path, headers, body) as one JSON line
  * in a file of the session, answers with that record as JSON, serves
- * /workspace/page.html at /page.html, and tries to set a cookie and its own
- * Content-Security-Policy on every answer (the proxy must drop both).
+ * /workspace/page.html at /page.html (as an attacker would: no policy of its
+ * own), and tries to set a cookie on every answer and its own
+ * Content-Security-Policy on the others (the proxy must drop both).
  */
 import assert from 'node:assert/strict';
 import type { HostileApi } from './hostile-kit.js';
@@ -36,7 +37,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header('content-type', kind)
         self.send_header('set-cookie', 'planted=from-the-sandbox; Path=/')
-        self.send_header('content-security-policy', 'default-src *')
+        if kind == 'application/json':
+            self.send_header('content-security-policy', 'default-src *')
         self.send_header('content-length', str(len(data)))
         self.end_headers()
         self.wfile.write(data)
