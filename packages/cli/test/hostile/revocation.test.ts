@@ -157,7 +157,9 @@ describe('hostile: a revoked token loses what it opened; no credential crosses i
     });
 
     it('passes back no Set-Cookie, and sandboxes every answer with its own CSP and nosniff', async () => {
-      const answer = await fetch(`${installation.url}/v1/sessions/${sessionId}/ports/${PORT}/probe-answer`, { headers: { authorization: `Bearer ${installation.token}` } });
+      const answer = await fetch(`${installation.url}/v1/sessions/${sessionId}/ports/${PORT}/probe-answer`, {
+        headers: { authorization: `Bearer ${installation.token}` },
+      });
       assert.equal(answer.status, 200);
       await answer.arrayBuffer();
       assert.equal(answer.headers.get('set-cookie'), null, 'the service set a cookie on the console’s origin');
@@ -214,13 +216,10 @@ describe('hostile: a revoked token loses what it opened; no credential crosses i
       if (socket.readyState === socket.OPEN) socket.send(Buffer.from('echo AFTER-REVOKE-42 > /workspace/after-revoke\n'));
       await within(closed, 'the terminal closes after the revoke');
       // The takeover is handed back: the agent's calls run again, and the command typed after the revoke left nothing.
-      const listing = await waitFor(
-        async () => {
-          const answer = await operator.tool(sessionId, 'exec', { command: 'ls /workspace', timeoutMs: 30_000 });
-          return answer.code === 'ok' ? String(answer.result['stdout']) : undefined;
-        },
-        'the session answers after the hand-back',
-      );
+      const listing = await waitFor(async () => {
+        const answer = await operator.tool(sessionId, 'exec', { command: 'ls /workspace', timeoutMs: 30_000 });
+        return answer.code === 'ok' ? String(answer.result['stdout']) : undefined;
+      }, 'the session answers after the hand-back');
       assert.doesNotMatch(listing, /after-revoke/, 'a command typed after the revoke ran');
       assert.doesNotMatch(output, /AFTER-REVOKE-42/);
     });
@@ -248,7 +247,12 @@ describe('hostile: a revoked token loses what it opened; no credential crosses i
       const initialized = await fetch(`${installation.url}/mcp?session=${sessionId}`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'hostile', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'hostile', version: '1' } },
+        }),
       });
       assert.equal(initialized.status, 200, await initialized.clone().text());
       await initialized.text();

@@ -16,7 +16,11 @@ export type OpenKind = 'event-stream' | 'approval-stream' | 'mcp-session' | 'ter
 export const OPEN_CAPS: Partial<Record<OpenKind, { cap: number; what: string; free: string }>> = {
   'event-stream': { cap: 32, what: 'event streams (GET /v1/events)', free: 'close a console tab or an event stream of this token' },
   'approval-stream': { cap: 32, what: 'approval event streams (GET /v1/approvals/events)', free: 'close an approval event stream of this token' },
-  'mcp-session': { cap: 64, what: 'MCP sessions', free: 'end an MCP session of this token (DELETE /mcp with its mcp-session-id), or wait for an idle one to expire' },
+  'mcp-session': {
+    cap: 64,
+    what: 'MCP sessions',
+    free: 'end an MCP session of this token (DELETE /mcp with its mcp-session-id), or wait for an idle one to expire',
+  },
 };
 
 /** One thing held open, as the registry keeps it. */
@@ -61,9 +65,13 @@ export class OpenByToken {
     let entries = this.byToken.get(tokenId);
     const limit = OPEN_CAPS[kind];
     if (limit && this.count(tokenId, kind) >= limit.cap) {
-      throw new AirlockError('QUOTA_EXCEEDED', `this token has ${limit.cap} ${limit.what} open already, the most one token may hold; ${limit.free}, then retry`, {
-        details: { tokenId, kind, cap: limit.cap },
-      });
+      throw new AirlockError(
+        'QUOTA_EXCEEDED',
+        `this token has ${limit.cap} ${limit.what} open already, the most one token may hold; ${limit.free}, then retry`,
+        {
+          details: { tokenId, kind, cap: limit.cap },
+        },
+      );
     }
     if (!entries) {
       entries = new Set();

@@ -32,7 +32,7 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
   app.get('/v1/approvals/events', async (request, reply) => {
     const identity = identityOf(request);
     // Per token (429 over the cap), and ended with the token when it is revoked.
-    let end = () => undefined as void;
+    let end = (): void => undefined;
     const held = services.openByToken.open(identity.tokenId, 'approval-stream', () => end());
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });

@@ -30,18 +30,18 @@ export function registerEventRoutes(app: FastifyInstance, services: AirlockServi
       throw new AirlockError('SESSION_BUSY', `${MAX_STREAMS} event streams are open already; close a console tab and retry`);
     }
     // Per token (429 over the cap), and ended with the token when it is revoked.
-    let stream: EventStream | undefined;
-    const held = services.openByToken.open(identity.tokenId, 'event-stream', () => stream?.close());
+    let end = (): void => undefined;
+    const held = services.openByToken.open(identity.tokenId, 'event-stream', () => end());
     reply.hijack();
-    stream = new EventStream(reply.raw, services, feed, {
+    const stream = new EventStream(reply.raw, services, feed, {
       identity,
       ...(sessionId === undefined ? {} : { sessionId }),
       ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
     });
-    const opened = stream;
-    open.add(opened);
+    end = () => stream.close();
+    open.add(stream);
     reply.raw.on('close', () => {
-      open.delete(opened);
+      open.delete(stream);
       held.release();
     });
   });

@@ -157,7 +157,12 @@ describe('what a token holds open (fake driver, real server)', () => {
         'POST',
         `/v1/sessions/${sessionId}/mcp`,
         token,
-        { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'cap-test', version: '1' } } },
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'cap-test', version: '1' } },
+        },
         { accept: 'application/json, text/event-stream' },
       );
     const cap = OPEN_CAPS['mcp-session']!.cap;
@@ -175,7 +180,13 @@ describe('what a token holds open (fake driver, real server)', () => {
     assert.equal(allowed.status, 200, 'another token still opens one');
     await allowed.body?.cancel();
     // A request that opens no MCP session gives its slot back.
-    const notInitialize = await call('POST', '/mcp', other.token, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { accept: 'application/json, text/event-stream' });
+    const notInitialize = await call(
+      'POST',
+      '/mcp',
+      other.token,
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { accept: 'application/json, text/event-stream' },
+    );
     assert.equal(notInitialize.status, 400);
     assert.equal(server.services.openByToken.count(other.id, 'mcp-session'), 1);
     // The revoke route ends every MCP session of the token at once.
@@ -186,7 +197,11 @@ describe('what a token holds open (fake driver, real server)', () => {
   it('caps console logins per token: a token’s new login ends its own oldest, never another token’s', async () => {
     const agent = await createToken('agent');
     const login = async (token: string) => {
-      const response = await fetch(`${server.url}/v1/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+      const response = await fetch(`${server.url}/v1/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token }),
+      });
       assert.equal(response.status, 200);
       return (response.headers.get('set-cookie') ?? '').split(';')[0]!;
     };
@@ -204,7 +219,10 @@ describe('the registry of what tokens hold open', () => {
     const registry = new OpenByToken({ isLive: async () => true, sweepMs: 0 });
     const cap = OPEN_CAPS['approval-stream']!.cap;
     const handles = Array.from({ length: cap }, () => registry.open('tok_a', 'approval-stream', () => undefined));
-    assert.throws(() => registry.open('tok_a', 'approval-stream', () => undefined), (error: Error & { code?: string }) => error.code === 'QUOTA_EXCEEDED');
+    assert.throws(
+      () => registry.open('tok_a', 'approval-stream', () => undefined),
+      (error: Error & { code?: string }) => error.code === 'QUOTA_EXCEEDED',
+    );
     registry.open('tok_a', 'event-stream', () => undefined);
     registry.open('tok_b', 'approval-stream', () => undefined);
     handles[0]!.release();
