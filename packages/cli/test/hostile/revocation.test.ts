@@ -183,7 +183,7 @@ describe('hostile: a revoked token loses what it opened; no credential crosses i
         }),
         'the upgrade is answered',
       );
-      assert.notEqual(outcome, 'opened');
+      assert.equal(outcome, 'refused 501', 'the upgrade is answered NOT_AVAILABLE, as HTTP');
       const logged = (await echoedRequests(admin, sessionId)).filter((request) => request.path.startsWith('/probe-upgrade'));
       assert.deepEqual(logged, [], 'the upgrade reached the service');
     });
