@@ -69,16 +69,14 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
     const waitSeconds = Math.min(Math.max(Number.parseFloat(request.query.waitSeconds ?? '0') || 0, 0), 600);
     if (waitSeconds > 0) {
       // A wait of the caller's token ends with it: a revoked token gets its 401 now, not at the end of the wait.
-      let revoked: (error: AirlockError) => void = () => undefined;
-      const ended = new Promise<never>((_resolve, reject) => (revoked = reject));
-      const held = services.openByToken.open(identityOf(request).tokenId, 'approval-wait', () =>
-        revoked(new AirlockError('UNAUTHORIZED', 'the token of this request was revoked while it waited; use a live token')),
-      );
+      const stop = new AbortController();
+      const held = services.openByToken.open(identityOf(request).tokenId, 'approval-wait', () => stop.abort());
       try {
-        await Promise.race([services.approvals.waitForOutcome(request.params.id, waitSeconds * 1000), ended]);
+        await services.approvals.waitForOutcome(request.params.id, waitSeconds * 1000, stop.signal);
       } finally {
         held.release();
       }
+      if (stop.signal.aborted) throw new AirlockError('UNAUTHORIZED', 'the token of this request was revoked while it waited; use a live token');
     }
     return services.approvals.get(request.params.id);
   });
