@@ -4,7 +4,8 @@
  * sharing it would write it, ends the token's open event stream at the next
  * sweep; the per-token caps of event streams (32), approval event streams
  * (32) and MCP sessions (64) answer 429 QUOTA_EXCEEDED saying which cap, and
- * one token at its cap takes nothing from another; console logins are capped
+ * one token at its cap takes nothing from another; a revoked token's desktop
+ * takeover is handed back; console logins are capped
  * per token (32, a token's new login ends its own oldest) so that one token's
  * logins never end another's. The same on gVisor, through the revoke route:
  * packages/cli/test/hostile/revocation.test.ts.
@@ -194,6 +195,21 @@ describe('what a token holds open (fake driver, real server)', () => {
     assert.equal(server.services.openByToken.count(agent.id), 0);
   });
 
+  it('hands back a desktop takeover of a revoked token, and only that one', async () => {
+    const operator = await createToken('operator');
+    const created = await call('POST', '/v1/sessions', TOKEN, { contract: { version: 1, identity: { tenant: 'acme' } } });
+    assert.equal(created.status, 201, await created.clone().text());
+    const sessionId = ((await created.json()) as { id: string }).id;
+    const begun = await call('POST', `/v1/sessions/${sessionId}/desktop/takeover`, operator.token, {});
+    assert.equal(begun.status, 201, await begun.clone().text());
+    const takeoverId = ((await begun.json()) as { id: string }).id;
+    const holder = async () => ((await (await call('GET', `/v1/sessions/${sessionId}/desktop`, TOKEN)).json()) as { takeover: { id: string } | null }).takeover;
+    assert.equal((await holder())?.id, takeoverId);
+    assert.equal((await call('DELETE', `/v1/tokens/${operator.id}`, TOKEN)).status, 200);
+    await waitUntilAsync(async () => (await holder()) === null, 'the takeover is handed back');
+    assert.equal(server.services.openByToken.count(operator.id), 0);
+  });
+
   it('caps console logins per token: a token’s new login ends its own oldest, never another token’s', async () => {
     const agent = await createToken('agent');
     const login = async (token: string) => {
@@ -264,6 +280,14 @@ describe('the registry of what tokens hold open', () => {
 async function waitUntil(done: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (!done()) {
+    if (Date.now() > deadline) assert.fail(`${what}: not within 10 s`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function waitUntilAsync(done: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await done())) {
     if (Date.now() > deadline) assert.fail(`${what}: not within 10 s`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
