@@ -53,6 +53,8 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRouteOptions
             const slot = slots.get(request);
             if (!slot) return () => undefined;
             slot.end = end;
+            // Revoked while the session was being made: it ends as soon as it exists.
+            if (slot.revoked) end();
             return () => slot.held.release();
           },
         }),
@@ -65,7 +67,14 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRouteOptions
     // A request without an MCP session id may open one: it takes one of its token's slots first (429 over the cap).
     let slot: Slot | undefined;
     if (request.method === 'POST' && request.headers['mcp-session-id'] === undefined) {
-      const opened: Slot = { held: options.openByToken.open(identity.tokenId, 'mcp-session', () => opened.end()), end: noSession };
+      const opened: Slot = {
+        held: options.openByToken.open(identity.tokenId, 'mcp-session', () => {
+          opened.revoked = true;
+          opened.end();
+        }),
+        end: noSession,
+        revoked: false,
+      };
       slot = opened;
       slots.set(request.raw, slot);
     }
@@ -127,6 +136,8 @@ interface Slot {
   held: OpenHandle;
   /** ends the MCP session (set once it exists) */
   end: () => void;
+  /** the token was revoked (perhaps before the session existed) */
+  revoked: boolean;
 }
 
 const noSession = (): void => undefined;
