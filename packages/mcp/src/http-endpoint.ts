@@ -39,6 +39,12 @@ export interface McpHttpEndpointOptions {
   idleTimeoutMs?: number;
   /** how much of each MCP session's stream events is kept for clients that reconnect */
   eventRetention?: EventRetention;
+  /**
+   * Hears of each MCP session opened by `request`, with a function that ends
+   * it (e.g. when the caller's token is revoked); what it answers is called
+   * when the MCP session ends, however it ends.
+   */
+  sessionOpened?: (request: IncomingMessage, end: () => void) => () => void;
 }
 
 interface McpSession {
@@ -50,6 +56,8 @@ interface McpSession {
   openRequests: number;
   lastUsed: number;
   ended: boolean;
+  /** tells the `sessionOpened` listener that the session ended */
+  untrack?: (() => void) | undefined;
 }
 
 /** Serves MCP sessions over streamable HTTP. */
@@ -138,6 +146,7 @@ export class McpHttpEndpoint {
         retryInterval: RECONNECT_AFTER_MS,
         onsessioninitialized: (id) => {
           this.sessions.set(id, session);
+          session.untrack = this.options.sessionOpened?.(request, () => void this.end(session));
         },
       }),
       openRequests: 0,
@@ -156,6 +165,7 @@ export class McpHttpEndpoint {
     // Closing the server closes the transport, whose onclose calls end again.
     if (session.ended) return;
     session.ended = true;
+    session.untrack?.();
     const id = session.transport.sessionId;
     if (id !== undefined) this.sessions.delete(id);
     await session.mcp.close().catch(() => undefined);

@@ -78,6 +78,7 @@ import { DEFAULT_TENANT } from './core/tenancy.js';
 import { TenantSettings } from './core/tenant-settings.js';
 import { TenantAdmission } from './core/tenant-admission.js';
 import { ConsoleLogins } from './api/console-logins.js';
+import { OpenByToken } from './api/open-by-token.js';
 import { ConsoleAssets, defaultConsoleAssetsDir } from './api/console-assets.js';
 
 /** The version of this Airlock. */
@@ -415,8 +416,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     : undefined;
   const tokens = new ApiTokens(store, audit, systemClock);
   const tenants = new TenantSettings(store, audit, systemClock);
+  const tokenDirectory = installationTokens(token, tokens);
+  const loginSeconds = options.consoleLoginSeconds ?? (Number.parseInt(process.env['AIRLOCK_CONSOLE_LOGIN_SECONDS'] ?? '', 10) || undefined);
+  const logins = new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds });
+  // A revoked token (here or on another server) loses its sockets, streams and logins within a sweep.
+  const openByToken = new OpenByToken({ isLive: (tokenId) => tokenDirectory.isLive(tokenId), onEnd: (tokenId) => logins.endAllOf(tokenId) });
   const services: AirlockServices = {
     tokens,
+    openByToken,
     tenants,
     admission: new TenantAdmission(store, (tenant) => tenants.quotasOf(tenant)),
     sessions: core.sessions,
@@ -448,11 +455,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     defaultContract: () => DEFAULT_CONTRACT,
     ...(membership ? { cluster: { membership, routing: new SessionRouting({ store, records: core.records, membership }) } } : {}),
   };
-  const loginSeconds = options.consoleLoginSeconds ?? (Number.parseInt(process.env['AIRLOCK_CONSOLE_LOGIN_SECONDS'] ?? '', 10) || undefined);
-  const authentication = new Authentication(
-    installationTokens(token, tokens),
-    new ConsoleLogins(loginSeconds === undefined ? {} : { lifetimeSeconds: loginSeconds }),
-  );
+  const authentication = new Authentication(tokenDirectory, logins);
   const http = buildHttpServer(services, {
     token,
     version: AIRLOCK_VERSION,
@@ -489,6 +492,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     async close() {
       await membership?.leave();
       retention.stop();
+      openByToken.stop();
       await sleeper.stop();
       await core.takeovers.close();
       await core.terminals.close();

@@ -21,6 +21,7 @@ import type { NodeMembership } from '../cluster/node-membership.js';
 import type { ApiTokens } from '../core/api-tokens.js';
 import type { TenantSettings } from '../core/tenant-settings.js';
 import type { TenantAdmission } from '../core/tenant-admission.js';
+import type { OpenByToken } from './open-by-token.js';
 
 /** The services behind the API, wired by the composition root. */
 export interface AirlockServices {
@@ -62,6 +63,8 @@ export interface AirlockServices {
   tenants: TenantSettings;
   /** per-tenant quotas at the door: sessions, calls in flight, forks */
   admission: TenantAdmission;
+  /** what each token holds open (terminals, streams, MCP sessions...): a revoked token loses it all */
+  openByToken: OpenByToken;
   /** The contract applied when a session is created without one. */
   defaultContract(): SessionContract;
   /** this node's membership of a cluster (`--advertise`): routing of session calls to the node holding them; absent: one node */

@@ -6,12 +6,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { TokenGrant } from './authentication.js';
+import { AirlockError } from '../core/errors.js';
 
 /** Default lifetime of a console login. */
 export const DEFAULT_LOGIN_SECONDS = 12 * 3600;
 
-/** At most this many logins live at once; the oldest goes first (a bound, not a policy). */
-const MAX_LOGINS = 1000;
+/** At most this many logins of one token live at once; a new one ends that token's oldest, never another token's. */
+export const MAX_LOGINS_PER_TOKEN = 32;
+
+/** At most this many logins live at once, all tokens together: past it a login is refused (nobody else's is ended). */
+export const MAX_LOGINS = 4096;
 
 /** One console login. */
 export interface ConsoleLogin {
@@ -38,10 +42,13 @@ export class ConsoleLogins {
   /** Starts a login for a token's grant. */
   create(grant: TokenGrant): ConsoleLogin {
     this.removeExpired();
-    while (this.logins.size >= MAX_LOGINS) {
-      const oldest = this.logins.keys().next().value;
-      if (oldest === undefined) break;
-      this.logins.delete(oldest);
+    // Oldest first: a Map iterates in insertion order.
+    const ofToken = [...this.logins.values()].filter((login) => login.grant.tokenId === grant.tokenId);
+    for (const login of ofToken.slice(0, Math.max(0, ofToken.length - MAX_LOGINS_PER_TOKEN + 1))) this.logins.delete(login.id);
+    if (this.logins.size >= MAX_LOGINS) {
+      throw new AirlockError('QUOTA_EXCEEDED', `${MAX_LOGINS} console logins are live on this server, the most it keeps; log out of unused consoles, or call the API with a bearer token`, {
+        details: { cap: MAX_LOGINS },
+      });
     }
     const createdAt = this.now();
     const login: ConsoleLogin = {

@@ -294,7 +294,7 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   registerTokenRoutes(app, services, options.authentication);
   registerTenantRoutes(app, services);
   registerEgressRoutes(app, services);
-  registerMcpRoutes(app, { token: options.token });
+  registerMcpRoutes(app, { token: options.token, openByToken: services.openByToken });
   registerLoginRoutes(app, options.authentication);
   registerEventRoutes(app, services, options.activity);
   registerNodeRoutes(app, services);

@@ -145,14 +145,14 @@ export class ApprovalService {
     return next;
   }
 
-  /** Waits until the approval is final (executed, denied or expired) or `waitMs` passes. */
-  async waitForOutcome(id: string, waitMs: number): Promise<ToolCallOutcome> {
+  /** Waits until the approval is final (executed, denied or expired), `waitMs` passes or `signal` aborts (then it answers pending). */
+  async waitForOutcome(id: string, waitMs: number, signal?: AbortSignal): Promise<ToolCallOutcome> {
     const deadline = Date.now() + waitMs;
     for (;;) {
       const outcome = this.outcomeOf(await this.get(id));
       if (outcome) return outcome;
       const left = deadline - Date.now();
-      if (left <= 0 || this.closed) {
+      if (left <= 0 || this.closed || signal?.aborted) {
         const approval = await this.get(id);
         return {
           status: 'pending-approval',
@@ -171,10 +171,12 @@ export class ApprovalService {
           clearTimeout(timer);
           events.off('settled', onChange);
           events.off('decided', onChange);
+          signal?.removeEventListener('abort', done);
           resolve();
         }
         events.on('settled', onChange);
         events.on('decided', onChange);
+        signal?.addEventListener('abort', done, { once: true });
       });
     }
   }

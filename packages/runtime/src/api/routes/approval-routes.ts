@@ -7,6 +7,7 @@ import { parseBody } from '../parse-body.js';
 import { approverName, identityOf } from '../authentication.js';
 import type { TenantScope } from '../tenant-scope.js';
 import { needs } from '../access-rules.js';
+import { AirlockError } from '../../core/errors.js';
 
 // `by` is accepted from older clients and ignored: the approver is who authenticated (docs/security.md).
 const decisionBody = z.strictObject({ reason: z.string().max(4000).optional(), by: z.string().max(200).optional() });
@@ -31,6 +32,9 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
   });
   app.get('/v1/approvals/events', { config: { access: needs('approval.read') } }, async (request, reply) => {
     const identity = identityOf(request);
+    // Per token (429 over the cap), and ended with the token when it is revoked.
+    let end = (): void => undefined;
+    const held = services.openByToken.open(identity.tokenId, 'approval-stream', () => end());
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
     reply.raw.write(': airlock approval events\n\n');
@@ -51,18 +55,30 @@ export function registerApprovalRoutes(app: FastifyInstance, services: AirlockSe
     const keepAlive = setInterval(() => reply.raw.write(': keep-alive\n\n'), 15_000);
     const stop = () => {
       open.delete(stop);
+      held.release();
       clearInterval(keepAlive);
       services.approvals.events.off('requested', onRequested);
       services.approvals.events.off('decided', onDecided);
       if (!reply.raw.writableEnded) reply.raw.end();
     };
+    end = stop;
     open.add(stop);
     request.raw.on('close', stop);
   });
 
   app.get<{ Params: { id: string }; Querystring: { waitSeconds?: string } }>('/v1/approvals/:id', { config: { access: needs('approval.await') } }, async (request) => {
     const waitSeconds = Math.min(Math.max(Number.parseFloat(request.query.waitSeconds ?? '0') || 0, 0), 600);
-    if (waitSeconds > 0) await services.approvals.waitForOutcome(request.params.id, waitSeconds * 1000);
+    if (waitSeconds > 0) {
+      // A wait of the caller's token ends with it: a revoked token gets its 401 now, not at the end of the wait.
+      const stop = new AbortController();
+      const held = services.openByToken.open(identityOf(request).tokenId, 'approval-wait', () => stop.abort());
+      try {
+        await services.approvals.waitForOutcome(request.params.id, waitSeconds * 1000, stop.signal);
+      } finally {
+        held.release();
+      }
+      if (stop.signal.aborted) throw new AirlockError('UNAUTHORIZED', 'the token of this request was revoked while it waited; use a live token');
+    }
     return services.approvals.get(request.params.id);
   });
 

@@ -76,7 +76,16 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
     const session = await services.sessions.get(request.params.id);
     parseBody(takeoverBody, request.body ?? {});
     // The caller is recorded as who authenticated, whatever the body's `by` says (as approvals are).
-    const takeover = await services.desktop.takeovers.begin(session.id, approverName(identityOf(request)));
+    const identity = identityOf(request);
+    const takeover = await services.desktop.takeovers.begin(session.id, approverName(identity));
+    // A revoked token's takeover is handed back; the entry leaves when this takeover is no longer the session's.
+    const held = services.openByToken.open(identity.tokenId, 'desktop-takeover', () => {
+      void services.desktop.takeovers.end(session.id, takeover.id).catch(() => undefined);
+    });
+    void services.desktop.takeovers
+      .waitForHandBack(session.id)
+      .catch(() => undefined)
+      .finally(() => held.release());
     return reply.status(201).send(summary(takeover));
   });
 
@@ -107,6 +116,9 @@ export function registerDesktopRoutes(app: FastifyInstance, services: AirlockSer
       });
     },
     wsHandler: (socket, request) => {
+      // A revoked token's live view closes at once.
+      const held = services.openByToken.open(identityOf(request).tokenId, 'live-view', () => socket.terminate());
+      socket.once('close', () => held.release());
       void relayLiveView(services, socket, request.params.id, request.query.takeover);
     },
   });

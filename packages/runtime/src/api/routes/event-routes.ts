@@ -30,13 +30,20 @@ export function registerEventRoutes(app: FastifyInstance, services: AirlockServi
     if (open.size >= MAX_STREAMS) {
       throw new AirlockError('SESSION_BUSY', `${MAX_STREAMS} event streams are open already; close a console tab and retry`);
     }
+    // Per token (429 over the cap), and ended with the token when it is revoked.
+    let end = (): void => undefined;
+    const held = services.openByToken.open(identity.tokenId, 'event-stream', () => end());
     reply.hijack();
     const stream = new EventStream(reply.raw, services, feed, {
       identity,
       ...(sessionId === undefined ? {} : { sessionId }),
       ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
     });
+    end = () => stream.close();
     open.add(stream);
-    reply.raw.on('close', () => open.delete(stream));
+    reply.raw.on('close', () => {
+      open.delete(stream);
+      held.release();
+    });
   });
 }

@@ -17,11 +17,14 @@ import type { IncomingMessage } from 'node:http';
 import { identityOf, type Identity } from '../authentication.js';
 import { EVERY_TENANT } from '../../core/tenancy.js';
 import { needs } from '../access-rules.js';
+import type { OpenByToken, OpenHandle } from '../open-by-token.js';
 
 /** Options of the MCP routes. */
 export interface McpRouteOptions {
   /** the installation's API token, which the MCP server presents for an admin's console login (bearer callers' own tokens are passed on) */
   token: string;
+  /** what each token holds open: MCP sessions count there (capped per token) and end with their token */
+  openByToken: OpenByToken;
 }
 
 /** True for the URLs of the MCP endpoints, whose errors take JSON-RPC's shape. */
@@ -45,15 +48,46 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRouteOptions
   const load = () =>
     (endpoint ??= import('@airlock/mcp').then(
       ({ McpHttpEndpoint, loopbackFetch }) =>
-        new McpHttpEndpoint({ connection: (request) => ({ url: loopbackUrl(app), token: callerToken(request, options.token), retries: 1, fetch: loopbackFetch }) }),
+        new McpHttpEndpoint({
+          connection: (request) => ({ url: loopbackUrl(app), token: callerToken(request, options.token), retries: 1, fetch: loopbackFetch }),
+          sessionOpened: (request, end) => {
+            const slot = slots.get(request);
+            if (!slot) return () => undefined;
+            slot.end = end;
+            // Revoked while the session was being made: it ends as soon as it exists.
+            if (slot.revoked) end();
+            return () => slot.held.release();
+          },
+        }),
     ));
 
   const serve = async (request: FastifyRequest, reply: FastifyReply, sessionId: string | undefined) => {
     const mcp = await load();
-    callers.set(request.raw, identityOf(request));
+    const identity = identityOf(request);
+    callers.set(request.raw, identity);
+    // A request without an MCP session id may open one: it takes one of its token's slots first (429 over the cap).
+    let slot: Slot | undefined;
+    if (request.method === 'POST' && request.headers['mcp-session-id'] === undefined) {
+      const opened: Slot = {
+        held: options.openByToken.open(identity.tokenId, 'mcp-session', () => {
+          opened.revoked = true;
+          opened.end();
+        }),
+        end: noSession,
+        revoked: false,
+      };
+      slot = opened;
+      slots.set(request.raw, slot);
+    }
     // The SDK transport writes the response itself (JSON or an SSE stream).
     reply.hijack();
-    await mcp.handle(request.raw, reply.raw, typeof request.body === 'string' ? request.body : undefined, sessionId);
+    try {
+      await mcp.handle(request.raw, reply.raw, typeof request.body === 'string' ? request.body : undefined, sessionId);
+    } finally {
+      // No MCP session came of it (not an initialize, or refused): the slot is free again.
+      if (slot && slots.get(request.raw) === slot && slot.end === noSession) slot.held.release();
+      slots.delete(request.raw);
+    }
   };
 
   void app.register(async (scope) => {
@@ -99,6 +133,20 @@ function callerToken(request: IncomingMessage, installationToken: string): strin
   const identity = callers.get(request);
   return identity?.role === 'admin' && identity.tenant === EVERY_TENANT ? installationToken : '';
 }
+
+/** A token's slot for one MCP session, taken before the session exists. */
+interface Slot {
+  held: OpenHandle;
+  /** ends the MCP session (set once it exists) */
+  end: () => void;
+  /** the token was revoked (perhaps before the session existed) */
+  revoked: boolean;
+}
+
+const noSession = (): void => undefined;
+
+/** The slots of requests that may open an MCP session. */
+const slots = new WeakMap<IncomingMessage, Slot>();
 
 /** The identity behind each raw request the MCP endpoint handles. */
 const callers = new WeakMap<IncomingMessage, Identity>();

@@ -2,8 +2,16 @@
  * Exposed ports: `POST /v1/sessions/:id/ports {port}` exposes one and answers
  * with its URL; every request under `/v1/sessions/:id/ports/:port/` is then
  * proxied to that port on the session machine, authenticated like the rest
- * of the API (bearer token). The API token never reaches the service: the
- * Authorization header is dropped before forwarding.
+ * of the API (bearer token or console login).
+ *
+ * Nothing of the viewer crosses into the sandbox: Cookie, Authorization,
+ * Proxy-Authorization and every `X-Airlock-*` header are dropped before
+ * forwarding. Nothing the sandbox serves runs on the console's origin:
+ * `Set-Cookie` is dropped from its answers, and every answer carries
+ * `Content-Security-Policy: sandbox ...` without `allow-same-origin`, so a
+ * page of the service runs its scripts in an opaque origin of its own (no
+ * cookie, no storage, no same-origin call to the API). WebSocket upgrades
+ * are refused rather than proxied.
  */
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { pipeline } from 'node:stream/promises';
@@ -18,6 +26,18 @@ import { needs } from '../access-rules.js';
 
 /** Headers that describe one hop, never forwarded (RFC 9110 §7.6.1), plus our own credentials. */
 const HOP_HEADERS = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'authorization', 'host']);
+
+/** The viewer's credentials: never sent to the service (`x-airlock-*` is dropped by prefix, the console's CSRF header included). */
+const VIEWER_HEADERS = new Set(['cookie', 'cookie2']);
+
+/** What a service may not set on the viewer's browser for the console's origin. */
+const SERVICE_HEADERS_DROPPED = new Set(['set-cookie', 'set-cookie2', 'content-security-policy', 'content-security-policy-report-only', 'x-content-type-options']);
+
+/**
+ * The policy of every proxied answer: scripts, forms and popups work, but in
+ * an opaque origin (no `allow-same-origin`), never the console's.
+ */
+export const PORT_CONTENT_SECURITY_POLICY = 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads';
 
 const exposeBody = z.strictObject({ port: z.number().int().min(1).max(65535) });
 
@@ -67,10 +87,17 @@ export function registerPortRoutes(app: FastifyInstance, services: AirlockServic
 
 async function proxy(services: AirlockServices, request: FastifyRequest<{ Params: PortParams }>, reply: FastifyReply): Promise<FastifyReply> {
   const port = portNumber(request.params.port);
+  if (request.headers.upgrade !== undefined) {
+    throw new AirlockError(
+      'NOT_AVAILABLE',
+      `upgrades (${request.headers.upgrade}) are not proxied through an exposed port: the proxy carries plain HTTP requests; reach a WebSocket service from inside the session (exec) instead`,
+      { details: { port } },
+    );
+  }
   const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
   const path = `/${request.params['*'] ?? ''}${query}`;
   const body = request.body as Readable | undefined;
-  const headers: OutgoingHttpHeaders = { ...forwardable(request.headers), host: `127.0.0.1:${port}`, connection: 'close' };
+  const headers: OutgoingHttpHeaders = { ...forwardableRequest(request.headers), host: `127.0.0.1:${port}`, connection: 'close' };
   // One exchange per connection: the service closes after its answer, which ends the in-sandbox stream.
   await services.ports.forward(request.params.id, port, (socket) => {
     return new Promise<void>((resolve, reject) => {
@@ -93,7 +120,11 @@ async function proxy(services: AirlockServices, request: FastifyRequest<{ Params
       });
       upstream.once('response', (response: IncomingMessage) => {
         reply.hijack();
-        reply.raw.writeHead(response.statusCode ?? 502, response.statusMessage ?? '', forwardable(response.headers));
+        reply.raw.writeHead(response.statusCode ?? 502, response.statusMessage ?? '', {
+          ...forwardableResponse(response.headers),
+          'content-security-policy': PORT_CONTENT_SECURITY_POLICY,
+          'x-content-type-options': 'nosniff',
+        });
         pipeline(response, reply.raw).then(
           () => {
             reply.raw.off('close', clientGone);
@@ -112,9 +143,25 @@ async function proxy(services: AirlockServices, request: FastifyRequest<{ Params
   return reply;
 }
 
-function forwardable(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+/** The request's headers the service may see: no hop headers, nothing of the viewer's credentials. */
+function forwardableRequest(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const kept: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_HEADERS.has(name.toLowerCase())) kept[name] = value;
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (value === undefined || HOP_HEADERS.has(lower) || VIEWER_HEADERS.has(lower) || lower.startsWith('x-airlock-')) continue;
+    kept[name] = value;
+  }
+  return kept;
+}
+
+/** The service's headers the viewer may get: no hop headers, no cookies, none of the headers the proxy sets itself. */
+function forwardableResponse(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const kept: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (value === undefined || HOP_HEADERS.has(lower) || SERVICE_HEADERS_DROPPED.has(lower)) continue;
+    kept[name] = value;
+  }
   return kept;
 }
 

@@ -99,6 +99,7 @@ async function serveTerminal(services: AirlockServices, socket: WebSocket, reque
   };
   socket.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
     const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+    if (closed) return;
     if (isBinary) {
       firstSize(DEFAULT_SIZE);
       if (terminal) terminal.write(bytes);
@@ -115,6 +116,13 @@ async function serveTerminal(services: AirlockServices, socket: WebSocket, reque
     firstSize(size);
     terminal?.resize(size.rows, size.columns);
   });
+  // A revoked token's terminal stops at once: no keystroke after the revoke reaches the shell.
+  const held = services.openByToken.open(identity.tokenId, 'terminal', () => {
+    closed = true;
+    pending.length = 0;
+    socket.terminate();
+    void terminal?.handBack();
+  });
   let answeredPing = true;
   const pinger = setInterval(() => {
     if (!answeredPing) return socket.terminate();
@@ -124,6 +132,7 @@ async function serveTerminal(services: AirlockServices, socket: WebSocket, reque
   socket.on('pong', () => (answeredPing = true));
   socket.once('close', () => {
     closed = true;
+    held.release();
     clearInterval(pinger);
     firstSize(DEFAULT_SIZE);
     void terminal?.handBack();

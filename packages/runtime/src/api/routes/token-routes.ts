@@ -40,7 +40,9 @@ export function registerTokenRoutes(app: FastifyInstance, services: AirlockServi
 
   app.delete<{ Params: { id: string } }>('/v1/tokens/:id', { config: { access: needs('token.manage') } }, async (request) => {
     const revoked = await services.tokens.revoke(request.params.id, approverName(identityOf(request)));
-    // This server's console logins end now; other servers' at their next request (they ask the store).
+    // What the token holds open on this server ends now: sockets, streams, MCP sessions, long polls, console logins.
+    // Other servers sharing the store end theirs at their next sweep (about a second).
+    services.openByToken.endToken(revoked.id);
     authentication.logins.endAllOf(revoked.id);
     return revoked;
   });

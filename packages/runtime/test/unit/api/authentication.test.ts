@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Authentication, approverName, cookieValue, installationTokens, LOGIN_COOKIE, type CredentialCarrier, type Identity } from '../../../src/api/authentication.js';
-import { ConsoleLogins } from '../../../src/api/console-logins.js';
+import { ConsoleLogins, MAX_LOGINS_PER_TOKEN } from '../../../src/api/console-logins.js';
 import { isAirlockError } from '../../../src/core/errors.js';
 import { tapAuditAppends } from '../../../src/api/audit-tap.js';
 import { randomBytes } from 'node:crypto';
@@ -102,14 +102,14 @@ describe('authentication: a request becomes an identity', () => {
   it('login ids and CSRF tokens are random and never the token', async () => {
     const { authentication, logins } = await setup();
     const seen = new Set<string>();
-    for (let index = 0; index < 50; index += 1) {
+    for (let index = 0; index < 30; index += 1) {
       const login = logins.create(await authentication.grantOf(TOKEN));
       assert.ok(login.id.length >= 43 && login.csrfToken.length >= 43);
       assert.notEqual(login.id, TOKEN);
       assert.ok(!seen.has(login.id) && !seen.has(login.csrfToken));
       seen.add(login.id).add(login.csrfToken);
     }
-    assert.equal(logins.endAllOf('admin'), 51);
+    assert.equal(logins.endAllOf('admin'), 31);
     assert.equal(logins.size, 0);
   });
 
@@ -120,10 +120,10 @@ describe('authentication: a request becomes an identity', () => {
     assert.equal(logins.size, 1, 'only the fixture login');
   });
 
-  it('keeps at most 1000 logins, dropping the oldest', async () => {
+  it('keeps at most 32 logins of one token, dropping that token’s oldest (issue 22: never another token’s)', async () => {
     const { authentication, logins, login } = await setup();
     for (let index = 0; index < 1000; index += 1) logins.create(await authentication.grantOf(TOKEN));
-    assert.equal(logins.size, 1000);
+    assert.equal(logins.size, MAX_LOGINS_PER_TOKEN);
     assert.equal(logins.find(login.id), undefined, 'the oldest login went first');
   });
 
