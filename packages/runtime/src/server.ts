@@ -69,6 +69,8 @@ import type { AirlockServices } from './api/airlock-services.js';
 import { tapAuditAppends } from './api/audit-tap.js';
 import { ActivityFeed } from './api/activity-feed.js';
 import { AirlockMetrics } from './telemetry/airlock-metrics.js';
+import { WebhookOutbox } from './telemetry/webhook-outbox.js';
+import { WebhookEndpoints } from './telemetry/webhook-endpoints.js';
 import { listenForMetrics } from './telemetry/metrics-listener.js';
 import { JsonLog, loggedError, type LogLevel } from './telemetry/json-log.js';
 import { logActivity } from './telemetry/activity-log.js';
@@ -354,9 +356,18 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   for (const change of ['requested', 'decided', 'settled'] as const) {
     core.approvals.events.on(change, (approval: ApprovalRecord) => activity.publish({ kind: 'approval', approval }));
   }
+  // Lifecycle webhooks: the committed audit records, turned into deliveries in the store's outbox.
+  const retryMs = Number.parseInt(process.env['AIRLOCK_WEBHOOK_RETRY_MS'] ?? '', 10);
+  const outbox = new WebhookOutbox({
+    store,
+    nodeId,
+    ...(retryMs > 0 ? { retryFirstMs: retryMs, pollMs: Math.min(1_000, retryMs) } : {}),
+    onOutcome: (outcome) => metrics.recordWebhookAttempt(outcome),
+  });
+  const unhook = activity.subscribe((event) => (event.kind === 'audit' ? outbox.hear(event.record) : undefined));
   const metrics = new AirlockMetrics(
     // The membership is made further down; a scrape comes after the start.
-    { store, warmPool: () => core.pool.status(), nodeLeaseMs: () => membership?.leaseMs },
+    { store, warmPool: () => core.pool.status(), nodeLeaseMs: () => membership?.leaseMs, webhookEndpoints: () => outbox.endpointsByState() },
     { tenantLabels: options.metricsTenants ?? false },
   );
   const unlog = activity.subscribe((event) => logActivity(log, event));
@@ -367,6 +378,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // The leases of this node's sessions: from now on every write of them is fenced by their epoch.
   await core.records.holdOwned();
   await core.approvals.resumeAfterRestart();
+  // What was committed but not yet turned into deliveries (a crash in between) is enqueued now.
+  outbox.start().catch((error: unknown) => report('webhook catch-up', error));
   // A backstop for a decision whose notification never arrived.
   core.approvals.startSweeping(30_000);
   const live = (await store.listSessions({ owner: nodeId })).filter((session) => session.state !== 'terminated' && session.state !== 'failed');
@@ -423,6 +436,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const openByToken = new OpenByToken({ isLive: (tokenId) => tokenDirectory.isLive(tokenId), onEnd: (tokenId) => logins.endAllOf(tokenId) });
   const services: AirlockServices = {
     tokens,
+    webhooks: new WebhookEndpoints(store, () => outbox.kick()),
     openByToken,
     tenants,
     admission: new TenantAdmission(store, (tenant) => tenants.quotasOf(tenant)),
@@ -504,6 +518,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await core.pool.close();
       await core.teardowns.drain();
       untap();
+      unhook();
+      await outbox.close();
       await core.approvals.close();
       await core.usage.drain();
       await tracer?.flush();

@@ -19,6 +19,7 @@ import type { SessionContract } from '../core/session-contract.js';
 import type { SessionRouting } from '../cluster/session-routing.js';
 import type { NodeMembership } from '../cluster/node-membership.js';
 import type { ApiTokens } from '../core/api-tokens.js';
+import type { WebhookEndpoints } from '../telemetry/webhook-endpoints.js';
 import type { TenantSettings } from '../core/tenant-settings.js';
 import type { TenantAdmission } from '../core/tenant-admission.js';
 import type { OpenByToken } from './open-by-token.js';
@@ -59,6 +60,8 @@ export interface AirlockServices {
   contracts?: ContractUpdates;
   /** API tokens with tenants and roles */
   tokens: ApiTokens;
+  /** lifecycle webhook endpoints (absent: the server sends none) */
+  webhooks?: WebhookEndpoints;
   /** per-tenant quotas */
   tenants: TenantSettings;
   /** per-tenant quotas at the door: sessions, calls in flight, forks */

@@ -31,6 +31,7 @@ import { declarationProblem, isApiPath, needs, PUBLIC_ROUTE, roleMay, ROLE_PERMI
 import { checkRequestTarget } from './request-target.js';
 import { TenantScope } from './tenant-scope.js';
 import { registerTokenRoutes } from './routes/token-routes.js';
+import { registerWebhookRoutes } from './routes/webhook-routes.js';
 import { registerTenantRoutes } from './routes/tenant-routes.js';
 import { registerAuditRoutes } from './routes/audit-routes.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -292,6 +293,7 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   void app.register(async (scope) => registerTerminalRoutes(scope, services));
   registerSnapshotRoutes(app, services, scope);
   registerTokenRoutes(app, services, options.authentication);
+  registerWebhookRoutes(app, services);
   registerTenantRoutes(app, services);
   registerEgressRoutes(app, services);
   registerMcpRoutes(app, { token: options.token, openByToken: services.openByToken });

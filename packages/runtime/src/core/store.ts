@@ -12,6 +12,7 @@ import type { ApprovalRecord, ApprovalState } from './approval.js';
 import type { SnapshotRecord } from './snapshot.js';
 import type { NodeRecord, NodeState } from './cluster-node.js';
 import type { ApiTokenRecord, TenantRecord } from './tenancy.js';
+import type { WebhookDeliveryRecord, WebhookEndpointRecord } from './webhook.js';
 
 /** Filters for listing sessions. */
 export interface SessionQuery {
@@ -97,8 +98,40 @@ export interface StoreTransaction extends StoreReader {
   updateToken(token: ApiTokenRecord): Promise<boolean>;
   /** Creates or replaces a tenant's settings. */
   putTenant(tenant: TenantRecord): Promise<void>;
+  /** Webhook endpoints and their outbox (see WebhookStore). */
+  readonly webhooks: WebhookStore;
   /** Runs `callback` once the transaction committed (never when it rolls back). */
   afterCommit(callback: () => void): void;
+}
+
+/** The webhook outbox inside a transaction (issue 24): endpoints, per-session scan marks, deliveries. */
+export interface WebhookStore {
+  insertEndpoint(endpoint: WebhookEndpointRecord): Promise<void>;
+  /** Replaces an endpoint's record; false when there is no such endpoint. */
+  updateEndpoint(endpoint: WebhookEndpointRecord): Promise<boolean>;
+  /** Removes an endpoint and its deliveries; false when there was no such endpoint. */
+  deleteEndpoint(id: string): Promise<boolean>;
+  getEndpoint(id: string): Promise<WebhookEndpointRecord | undefined>;
+  /** Every endpoint, oldest first. */
+  listEndpoints(): Promise<WebhookEndpointRecord[]>;
+  /** The last audit seq of a session already turned into deliveries (0 when none). */
+  scanMark(sessionId: string): Promise<number>;
+  /** Moves the mark forward to `seq`; never back. */
+  advanceScanMark(sessionId: string, seq: number): Promise<void>;
+  /** Enqueues a delivery; false (and nothing written) when one for the same endpoint, session and seq exists. */
+  insertDelivery(delivery: WebhookDeliveryRecord): Promise<boolean>;
+  getDelivery(id: string): Promise<WebhookDeliveryRecord | undefined>;
+  /**
+   * Pending deliveries due at `now` that nobody holds a lease on, each the
+   * earliest pending one of its endpoint and session (order per session).
+   */
+  listDueDeliveries(now: string, limit: number): Promise<WebhookDeliveryRecord[]>;
+  /** Compare-and-set: takes the lease on a pending delivery whose lease expired by `now`; false when another node holds it. */
+  claimDelivery(id: string, owner: string, now: string, leaseUntil: string): Promise<boolean>;
+  /** Writes an attempt's outcome, only while `delivery.leaseOwner`'s lease is still the stored one; false otherwise. */
+  finishAttempt(delivery: WebhookDeliveryRecord, heldBy: string): Promise<boolean>;
+  /** How many deliveries of an endpoint are in each state. */
+  countDeliveries(endpointId: string): Promise<Record<string, number>>;
 }
 
 /** Something another writer (this process or another server on the same database) committed. */

@@ -22,6 +22,8 @@ export interface MetricsSources {
   warmPool?: () => WarmPoolStatus;
   /** in a cluster: how long a node may go without a heartbeat before it is lost (undefined: no cluster) */
   nodeLeaseMs?: () => number | undefined;
+  /** webhook endpoints by state (active, disabled), as the outbox last read them */
+  webhookEndpoints?: () => Record<string, number>;
 }
 
 /** Options of the metrics. */
@@ -102,6 +104,7 @@ export class AirlockMetrics {
   private readonly budgetRefusals: Counter<'code'>;
   private readonly egress: Counter<'outcome'>;
   private readonly auditAppends: Counter<'kind'>;
+  private readonly webhookDeliveries: Counter<'outcome'>;
   private readonly opened = new Map<string, number>();
   /** session id → tenant, learned from session.created (only with tenant labels on) */
   private readonly tenants = new Map<string, string>();
@@ -220,6 +223,22 @@ export class AirlockMetrics {
       buckets: DECISION_BUCKETS,
       registers,
     });
+    this.webhookDeliveries = new Counter({
+      name: 'airlock_webhook_deliveries_total',
+      help: 'Webhook delivery attempts by outcome: delivered, retried (will be tried again), failed (given up), disabled (the endpoint answered 410)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    new Gauge({
+      name: 'airlock_webhook_endpoints',
+      help: 'Webhook endpoints by state: active, disabled',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [state, count] of Object.entries(sources.webhookEndpoints?.() ?? {})) this.set({ state }, count);
+      },
+    });
     this.guardTrips = new Counter({ name: 'airlock_runaway_guard_trips_total', help: 'Sessions stopped by the runaway guard', registers });
     this.budgetRefusals = new Counter({
       name: 'airlock_budget_refusals_total',
@@ -262,6 +281,11 @@ export class AirlockMetrics {
     if (record.type === 'network.connected') this.egress.inc({ outcome: 'allowed' });
     if (record.type === 'network.denied') this.egress.inc({ outcome: 'refused' });
     if (record.type === 'session.terminated') this.tenants.delete(record.sessionId);
+  }
+
+  /** Counts one webhook delivery attempt. */
+  recordWebhookAttempt(outcome: 'delivered' | 'retried' | 'failed' | 'disabled'): void {
+    this.webhookDeliveries.inc({ outcome });
   }
 
   /** Times a decided approval. */

@@ -18,11 +18,13 @@ import type { CommitEffects } from '../store-changes.js';
 import { sessionFromRow, type SessionRow } from '../session-rows.js';
 import { PostgresReads, type Queryable } from './postgres-reads.js';
 import type { ApiTokenRecord, TenantRecord } from '../../core/tenancy.js';
+import { PostgresWebhooks } from './postgres-webhooks.js';
 
 /** A transaction of the PostgreSQL store. */
 export class PostgresTransaction extends PostgresReads implements StoreTransaction {
   private readonly life: { open: boolean };
   private readonly heads = new Map<string, AuditHead>();
+  readonly webhooks: PostgresWebhooks;
 
   constructor(
     client: pg.PoolClient,
@@ -31,6 +33,7 @@ export class PostgresTransaction extends PostgresReads implements StoreTransacti
     const life = { open: true };
     super(guarded(client, life));
     this.life = life;
+    this.webhooks = new PostgresWebhooks(this.db);
   }
 
   /** Ends the object's life: a transaction object kept past its end must not write. */

@@ -1,3 +1,4 @@
+import { POSTGRES_WEBHOOK_MIGRATION } from './postgres-webhooks.js';
 import { POSTGRES_TENANCY_MIGRATION } from './postgres-tenancy.js';
 
 /**
@@ -67,4 +68,6 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     record JSON NOT NULL
   );
   `,
+  // v4: the webhook outbox (issue 24): endpoints, per-session scan marks, deliveries.
+  POSTGRES_WEBHOOK_MIGRATION,
 ];

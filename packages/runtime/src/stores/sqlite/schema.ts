@@ -1,4 +1,5 @@
 import { TENANCY_MIGRATION } from './sqlite-tenancy.js';
+import { WEBHOOK_MIGRATION } from './sqlite-webhooks.js';
 
 /** Migrations of the SQLite store, applied in order; the index + 1 is the schema version. */
 export const MIGRATIONS: readonly string[] = [
@@ -64,4 +65,6 @@ export const MIGRATIONS: readonly string[] = [
     record TEXT NOT NULL
   );
   `,
+  // v5: the webhook outbox (issue 24): endpoints, per-session scan marks, deliveries.
+  WEBHOOK_MIGRATION,
 ];

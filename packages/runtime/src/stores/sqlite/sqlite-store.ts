@@ -18,6 +18,7 @@ import { SqliteReads } from './sqlite-reads.js';
 import { MIGRATIONS } from './schema.js';
 import type { ApiTokenRecord, TenantRecord } from '../../core/tenancy.js';
 import { SqliteTenancyWrites } from './sqlite-tenancy.js';
+import { SqliteWebhooks } from './sqlite-webhooks.js';
 
 /** Store on better-sqlite3. */
 export class SqliteStore implements Store {
@@ -163,6 +164,10 @@ function open(path: string): Database.Database {
 class SqliteTransaction implements StoreTransaction {
   private open = true;
   private readonly tenancy = new SqliteTenancyWrites((sql, ...params) => this.run(sql, ...params));
+  readonly webhooks = new SqliteWebhooks(
+    (sql) => this.reads.statement(sql),
+    (sql, ...params) => this.run(sql, ...params),
+  );
 
   constructor(
     private readonly db: Database.Database,
