@@ -7,6 +7,7 @@ export { Audit } from './audit.js';
 export { Secrets, updateSessionNetwork, type SecretInfo } from './secrets.js';
 export { Snapshots } from './snapshots.js';
 export { Tokens, Tenants, type TokenInfo, type TokenRole, type CreatedToken, type TenantInfo, type TenantQuotas } from './tokens.js';
+export { Webhooks, type WebhookInfo, type CreatedWebhook, type WebhookTestResult } from './webhooks.js';
 export { Ports, type ExposedPort } from './ports.js';
 export { Desktop, type DesktopAction, type DesktopActionResult, type DesktopCallOptions, type Screenshot, type TakeoverInfo } from './desktop.js';
 export { Connection, type ConnectionOptions, type WebSocketConstructor, type WebSocketLike } from './connection.js';

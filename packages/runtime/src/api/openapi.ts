@@ -287,6 +287,28 @@ export function openApiDocument(version: string): Record<string, unknown> {
         }),
       },
       '/v1/tokens/{id}': { parameters: [idParam], delete: op('revoke an API token (admin): it answers 401 from now on') },
+      '/v1/webhooks': {
+        get: op('list lifecycle webhook endpoints (admin): url, events, tenant, state, deliveries by state; never secrets'),
+        post: op('register a lifecycle webhook endpoint (admin); its whsec_ signing secret is in the answer once (Standard Webhooks 1.0)', {
+          requestBody: json({
+            type: 'object',
+            additionalProperties: false,
+            required: ['url', 'events'],
+            properties: {
+              url: { type: 'string', maxLength: 2000 },
+              events: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 50 },
+              tenant: { type: 'string' },
+            },
+          }),
+          responses: {
+            '201': { description: 'created: {id, url, events, tenant, state, createdAt, createdBy, secret}' },
+            '4XX': errorResponse,
+            '5XX': errorResponse,
+          },
+        }),
+      },
+      '/v1/webhooks/{id}': { parameters: [idParam], delete: op('remove a webhook endpoint and its pending deliveries (admin)') },
+      '/v1/webhooks/{id}/test': { parameters: [idParam], post: op('send a signed webhook.test event to an endpoint now (admin): {id, status, ok, error}') },
       '/v1/tenants': { get: op('list tenants with settings (admin)') },
       '/v1/tenants/{tenant}': {
         parameters: [{ name: 'tenant', in: 'path', required: true, schema: { type: 'string' } }],

@@ -57,10 +57,15 @@ export class WebhookEndpoints {
   }
 
   /** Removes an endpoint and its pending deliveries. */
-  async remove(id: string): Promise<void> {
-    const removed = await this.store.transaction((tx) => tx.webhooks.deleteEndpoint(id));
+  async remove(id: string): Promise<Omit<WebhookEndpointRecord, 'secret'>> {
+    const removed = await this.store.transaction(async (tx) => {
+      const endpoint = await tx.webhooks.getEndpoint(id);
+      if (endpoint) await tx.webhooks.deleteEndpoint(id);
+      return endpoint;
+    });
     if (!removed) throw notFound(id);
     this.onChange();
+    return withoutSecret(removed);
   }
 
   /** Sends a signed `webhook.test` event now, outside the outbox; answers the endpoint's status. */
