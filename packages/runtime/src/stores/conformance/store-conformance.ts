@@ -10,6 +10,7 @@ import { recordCases } from './record-cases.js';
 import { transactionCases } from './transaction-cases.js';
 import { clusterCases } from './cluster-cases.js';
 import { tenancyCases } from './tenancy-cases.js';
+import { webhookCases } from './webhook-cases.js';
 import type { StoreConformanceContext } from './store-conformance-context.js';
 
 /** What a store's test file provides to the suite. */
@@ -35,5 +36,6 @@ export function runStoreConformance(name: string, makeContext: () => Promise<Sto
     concurrencyCases(getContext);
     clusterCases(getContext);
     tenancyCases(getContext);
+    webhookCases(getContext);
   });
 }
