@@ -96,12 +96,14 @@ describe('monitoring (deploy/kubernetes/monitoring, deploy/grafana)', () => {
             { series: 'airlock_cluster_nodes{liveness="lost",instance="a"}', values: '0 1x30' },
             { series: 'airlock_runaway_guard_trips_total{instance="a"}', values: '0+1x30' },
             { series: 'up{job="airlock",instance="a"}', values: '0x30' },
+            { series: 'airlock_webhook_deliveries_total{outcome="retried",instance="a"}', values: '0+1x30' },
           ],
           alert_rule_test: [
             firing('AirlockCreatesFailing', 'warning'),
             firing('AirlockApprovalWaitingTooLong', 'warning'),
             { ...firing('AirlockNodeLost', 'critical') },
             firing('AirlockRunawayGuardTripping', 'info'),
+            firing('AirlockWebhookFailing', 'warning'),
             { eval_time: '20m', alertname: 'AirlockDown', exp_alerts: [{ exp_labels: { severity: 'critical', job: 'airlock', instance: 'a' } }] },
           ],
         },
@@ -115,8 +117,10 @@ describe('monitoring (deploy/kubernetes/monitoring, deploy/grafana)', () => {
             { series: 'airlock_cluster_nodes{liveness="active",instance="a"}', values: '3x30' },
             { series: 'airlock_runaway_guard_trips_total{instance="a"}', values: '0x30' },
             { series: 'up{job="airlock",instance="a"}', values: '1x30' },
+            { series: 'airlock_webhook_deliveries_total{outcome="delivered",instance="a"}', values: '0+5x30' },
+            { series: 'airlock_webhook_deliveries_total{outcome="retried",instance="a"}', values: '0x30' },
           ],
-          alert_rule_test: ['AirlockCreatesFailing', 'AirlockApprovalWaitingTooLong', 'AirlockNodeLost', 'AirlockRunawayGuardTripping', 'AirlockDown'].map(
+          alert_rule_test: ['AirlockCreatesFailing', 'AirlockApprovalWaitingTooLong', 'AirlockNodeLost', 'AirlockRunawayGuardTripping', 'AirlockDown', 'AirlockWebhookFailing'].map(
             quiet,
           ),
         },
