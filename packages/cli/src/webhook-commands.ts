@@ -12,7 +12,9 @@ function webhooks(): Webhooks {
 export function registerWebhookCommands(program: Command): void {
   const command = program
     .command('webhooks')
-    .description('lifecycle webhooks: session state changes with their reason, approvals, takeovers, snapshots, POSTed signed (Standard Webhooks) to a URL; admin only');
+    .description(
+      'lifecycle webhooks: session state changes with their reason, approvals, takeovers, snapshots, POSTed signed (Standard Webhooks) to a URL; admin only',
+    );
   command
     .command('add <url>')
     .description('register an endpoint; its whsec_ signing secret is printed once')

@@ -143,7 +143,10 @@ describe('lifecycle webhooks', () => {
     assert.equal(suspended?.event.data['tenant'], 'default');
     const resumed = events.find((entry) => entry.event.type === 'session.resumed');
     assert.equal(resumed?.event.data['reason'], 'call');
-    assert.ok(events.every((entry, index) => index === 0 || entry.event.data.seq > (events[index - 1]?.event.data.seq ?? 0)), 'in order');
+    assert.ok(
+      events.every((entry, index) => index === 0 || entry.event.data.seq > (events[index - 1]?.event.data.seq ?? 0)),
+      'in order',
+    );
     assert.deepEqual(receiver.badSignatures, []);
 
     await until('the 410 endpoint disabled', () => {
@@ -152,10 +155,14 @@ describe('lifecycle webhooks', () => {
     });
     const goneCalls = receiver.received.filter((entry) => entry.path === '/gone').length;
     ok(installation.cli(['sessions', 'pause', session]));
-    await until('paused at /main', () => receiver.accepted('/main').some((entry) => entry.event.type === 'session.paused' && entry.event.data.sessionId === session));
+    await until('paused at /main', () =>
+      receiver.accepted('/main').some((entry) => entry.event.type === 'session.paused' && entry.event.data.sessionId === session),
+    );
     assert.equal(receiver.received.filter((entry) => entry.path === '/gone').length, goneCalls, 'a disabled endpoint gets nothing more');
     ok(installation.cli(['sessions', 'rm', session]));
-    await until('terminated at /main', () => receiver.accepted('/main').some((entry) => entry.event.type === 'session.terminated' && entry.event.data.sessionId === session));
+    await until('terminated at /main', () =>
+      receiver.accepted('/main').some((entry) => entry.event.type === 'session.terminated' && entry.event.data.sessionId === session),
+    );
   });
 
   it("a tenant's endpoint sees only its tenant's events, approvals included", async () => {
@@ -169,10 +176,14 @@ describe('lifecycle webhooks', () => {
     assert.ok(Array.isArray(requested.event.data['policyIds']));
     ok(installation.cli(['approvals', 'approve', String(requested.event.data['approvalId'])]));
     assert.equal((await held).code, 0);
-    const decided = await until('approval.decided at /acme', () => receiver.accepted('/acme').find((entry) => entry.event.type === 'approval.decided' && entry.event.data.sessionId === session));
+    const decided = await until('approval.decided at /acme', () =>
+      receiver.accepted('/acme').find((entry) => entry.event.type === 'approval.decided' && entry.event.data.sessionId === session),
+    );
     assert.equal(decided.event.data['decision'], 'granted');
     assert.equal(typeof decided.event.data['by'], 'string');
-    await until('approval.requested at /main too', () => receiver.accepted('/main').some((entry) => entry.event.type === 'approval.requested' && entry.event.data.sessionId === session));
+    await until('approval.requested at /main too', () =>
+      receiver.accepted('/main').some((entry) => entry.event.type === 'approval.requested' && entry.event.data.sessionId === session),
+    );
     assert.ok(receiver.accepted('/acme').length > 0);
     assert.ok(
       receiver.accepted('/acme').every((entry) => entry.event.data.tenant === 'acme'),
@@ -185,7 +196,9 @@ describe('lifecycle webhooks', () => {
     receiver.answers.set('/main', 503);
     const session = ok(installation.cli(['sessions', 'create', '--mode', 'per-call'])).trim();
     const refused = await until('a refused attempt of session.created', () =>
-      receiver.received.find((entry) => entry.path === '/main' && entry.status === 503 && entry.event.data.sessionId === session && entry.event.type === 'session.created'),
+      receiver.received.find(
+        (entry) => entry.path === '/main' && entry.status === 503 && entry.event.data.sessionId === session && entry.event.type === 'session.created',
+      ),
     );
     await installation.crashServer();
     await installation.startServer();

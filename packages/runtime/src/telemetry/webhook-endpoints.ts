@@ -51,7 +51,8 @@ export class WebhookEndpoints {
   async list(): Promise<WebhookEndpointView[]> {
     return this.store.transaction(async (tx) => {
       const views: WebhookEndpointView[] = [];
-      for (const endpoint of await tx.webhooks.listEndpoints()) views.push({ ...withoutSecret(endpoint), deliveries: await tx.webhooks.countDeliveries(endpoint.id) });
+      for (const endpoint of await tx.webhooks.listEndpoints())
+        views.push({ ...withoutSecret(endpoint), deliveries: await tx.webhooks.countDeliveries(endpoint.id) });
       return views;
     });
   }
@@ -76,7 +77,12 @@ export class WebhookEndpoints {
     const body = JSON.stringify({ type: 'webhook.test', timestamp: new Date().toISOString(), data: { endpointId: id } });
     const answer = await send(endpoint, messageId, body, 10_000);
     const ok = answer.status !== undefined && answer.status >= 200 && answer.status < 300;
-    return { id: messageId, status: answer.status ?? null, ok, error: ok ? null : answer.status !== undefined ? `the endpoint answered ${answer.status}` : `the endpoint did not answer: ${answer.error}` };
+    return {
+      id: messageId,
+      status: answer.status ?? null,
+      ok,
+      error: ok ? null : answer.status !== undefined ? `the endpoint answered ${answer.status}` : `the endpoint did not answer: ${answer.error}`,
+    };
   }
 }
 
@@ -100,14 +106,18 @@ function checkUrl(url: string): void {
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new AirlockError('INVALID_ARGUMENTS', `webhook URL must be http:// or https://, not ${parsed.protocol}`);
   }
-  if (parsed.username || parsed.password) throw new AirlockError('INVALID_ARGUMENTS', 'webhook URL must not carry credentials; the signature authenticates the server');
+  if (parsed.username || parsed.password)
+    throw new AirlockError('INVALID_ARGUMENTS', 'webhook URL must not carry credentials; the signature authenticates the server');
 }
 
 function checkEvents(events: string[]): void {
   if (events.length === 0) throw new AirlockError('INVALID_ARGUMENTS', "give at least one event pattern, e.g. --events 'session.*,approval.*'");
   for (const pattern of events) {
     if (!WEBHOOK_EVENT_TYPES.some((type) => webhookEventMatches([pattern], type))) {
-      throw new AirlockError('INVALID_ARGUMENTS', `event pattern ${JSON.stringify(pattern)} matches no event; use * or one of: ${WEBHOOK_EVENT_TYPES.join(', ')} (or a prefix such as session.*)`);
+      throw new AirlockError(
+        'INVALID_ARGUMENTS',
+        `event pattern ${JSON.stringify(pattern)} matches no event; use * or one of: ${WEBHOOK_EVENT_TYPES.join(', ')} (or a prefix such as session.*)`,
+      );
     }
   }
 }

@@ -186,12 +186,18 @@ export class WebhookOutbox {
     const leaseUntil = new Date(now.getTime() + this.leaseMs).toISOString();
     const claimed = await this.options.store.transaction(async (tx) => {
       const endpoints = await tx.webhooks.listEndpoints();
-      this.endpointCounts = { active: endpoints.filter((endpoint) => endpoint.state === 'active').length, disabled: endpoints.filter((endpoint) => endpoint.state === 'disabled').length };
+      this.endpointCounts = {
+        active: endpoints.filter((endpoint) => endpoint.state === 'active').length,
+        disabled: endpoints.filter((endpoint) => endpoint.state === 'disabled').length,
+      };
       const due = await tx.webhooks.listDueDeliveries(now.toISOString(), CLAIM_BATCH);
       const mine: { delivery: WebhookDeliveryRecord; endpoint: WebhookEndpointRecord | undefined }[] = [];
       for (const delivery of due) {
         if (await tx.webhooks.claimDelivery(delivery.id, this.options.nodeId, now.toISOString(), leaseUntil)) {
-          mine.push({ delivery: { ...delivery, leaseOwner: this.options.nodeId, leaseUntil }, endpoint: endpoints.find((endpoint) => endpoint.id === delivery.endpointId) });
+          mine.push({
+            delivery: { ...delivery, leaseOwner: this.options.nodeId, leaseUntil },
+            endpoint: endpoints.find((endpoint) => endpoint.id === delivery.endpointId),
+          });
         }
       }
       return mine;
@@ -224,7 +230,8 @@ export class WebhookOutbox {
     if (answer.status === 410) {
       await this.options.store.transaction(async (tx) => {
         const current = await tx.webhooks.getEndpoint(endpoint.id);
-        if (current && current.state === 'active') await tx.webhooks.updateEndpoint({ ...current, state: 'disabled', disabledReason: 'the endpoint answered 410 Gone' });
+        if (current && current.state === 'active')
+          await tx.webhooks.updateEndpoint({ ...current, state: 'disabled', disabledReason: 'the endpoint answered 410 Gone' });
         await tx.webhooks.finishAttempt({ ...delivery, ...release, attempts, state: 'failed', lastError }, delivery.leaseOwner);
       });
       this.options.onOutcome?.('disabled');
@@ -256,7 +263,11 @@ export class WebhookOutbox {
 
 /** POSTs a signed body; the status, or why there was none. Secrets never reach an error text. */
 export async function send(endpoint: WebhookEndpointRecord, id: string, body: string, timeoutMs: number): Promise<{ status?: number; error?: string }> {
-  const headers = { 'content-type': 'application/json', 'user-agent': 'airlock-webhooks', ...signWebhook(endpoint.secret, id, Math.floor(Date.now() / 1000), body) };
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'airlock-webhooks',
+    ...signWebhook(endpoint.secret, id, Math.floor(Date.now() / 1000), body),
+  };
   try {
     const response = await fetch(endpoint.url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
     await response.body?.cancel().catch(() => undefined);

@@ -50,7 +50,11 @@ export function registerWebhookRoutes(app: FastifyInstance, services: AirlockSer
 
   app.get('/v1/webhooks', { config: { access: needs('token.manage') } }, async () => ({ webhooks: await endpoints().list() }));
 
-  app.delete<{ Params: { id: string } }>('/v1/webhooks/:id', { config: { access: needs('token.manage') } }, async (request) => endpoints().remove(request.params.id));
+  app.delete<{ Params: { id: string } }>('/v1/webhooks/:id', { config: { access: needs('token.manage') } }, async (request) =>
+    endpoints().remove(request.params.id),
+  );
 
-  app.post<{ Params: { id: string } }>('/v1/webhooks/:id/test', { config: { access: needs('token.manage') } }, async (request) => endpoints().test(request.params.id));
+  app.post<{ Params: { id: string } }>('/v1/webhooks/:id/test', { config: { access: needs('token.manage') } }, async (request) =>
+    endpoints().test(request.params.id),
+  );
 }

@@ -128,7 +128,11 @@ export function webhookCases(getContext: () => StoreConformanceContext): void {
           [[a, 2]],
         );
         assert.deepEqual(await store.transaction((tx) => tx.webhooks.countDeliveries(endpoint.id)), { delivered: 1, pending: 2 });
-        assert.equal((await store.transaction((tx) => tx.webhooks.listDueDeliveries(LATER, 10))).length, 2, 'an expired lease or a due retry is handed out again');
+        assert.equal(
+          (await store.transaction((tx) => tx.webhooks.listDueDeliveries(LATER, 10))).length,
+          2,
+          'an expired lease or a due retry is handed out again',
+        );
       });
     });
 

@@ -34,7 +34,11 @@ export class PostgresWebhooks implements WebhookStore {
   constructor(private readonly db: Queryable) {}
 
   async insertEndpoint(endpoint: WebhookEndpointRecord): Promise<void> {
-    await this.db.query('INSERT INTO webhook_endpoints (id, created_at, record) VALUES ($1, $2, $3::json)', [endpoint.id, endpoint.createdAt, JSON.stringify(endpoint)]);
+    await this.db.query('INSERT INTO webhook_endpoints (id, created_at, record) VALUES ($1, $2, $3::json)', [
+      endpoint.id,
+      endpoint.createdAt,
+      JSON.stringify(endpoint),
+    ]);
   }
 
   async updateEndpoint(endpoint: WebhookEndpointRecord): Promise<boolean> {
@@ -123,9 +127,10 @@ export class PostgresWebhooks implements WebhookStore {
   }
 
   async countDeliveries(endpointId: string): Promise<Record<string, number>> {
-    const { rows } = await this.db.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1 GROUP BY state', [
-      endpointId,
-    ]);
+    const { rows } = await this.db.query<{ state: string; n: string }>(
+      'SELECT state, count(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1 GROUP BY state',
+      [endpointId],
+    );
     return Object.fromEntries(rows.map((row) => [row.state, Number(row.n)]));
   }
 }

@@ -120,9 +120,14 @@ describe('monitoring (deploy/kubernetes/monitoring, deploy/grafana)', () => {
             { series: 'airlock_webhook_deliveries_total{outcome="delivered",instance="a"}', values: '0+5x30' },
             { series: 'airlock_webhook_deliveries_total{outcome="retried",instance="a"}', values: '0x30' },
           ],
-          alert_rule_test: ['AirlockCreatesFailing', 'AirlockApprovalWaitingTooLong', 'AirlockNodeLost', 'AirlockRunawayGuardTripping', 'AirlockDown', 'AirlockWebhookFailing'].map(
-            quiet,
-          ),
+          alert_rule_test: [
+            'AirlockCreatesFailing',
+            'AirlockApprovalWaitingTooLong',
+            'AirlockNodeLost',
+            'AirlockRunawayGuardTripping',
+            'AirlockDown',
+            'AirlockWebhookFailing',
+          ].map(quiet),
         },
       ],
     };
