@@ -44,7 +44,7 @@ export async function hostMembership(deps: HostMembershipDeps): Promise<NodeMemb
       airlockVersion: deps.airlockVersion,
     },
     leaseMs: settings.leaseMs,
-    suspend: (sessionId) => sessions.suspend(sessionId, 'manual'),
+    suspend: (sessionId) => sessions.suspend(sessionId, 'drain', 'airlock'),
     dropLocal: async (sessionId) => {
       // A call still running here ends first (its last write is refused: LEASE_LOST), for at most a lease.
       let patience: NodeJS.Timeout | undefined;

@@ -56,7 +56,7 @@ export class MachineHibernation {
   constructor(private readonly deps: HibernationDeps) {}
 
   /** Checkpoints a running or paused machine into a new memory image and stops it; the disk stays. */
-  async suspend(session: SessionRecord, reason: 'manual' | 'idle'): Promise<SessionRecord> {
+  async suspend(session: SessionRecord, reason: 'manual' | 'idle' | 'drain', by?: string): Promise<SessionRecord> {
     const { records, drivers, disks, networks, artifacts, usage, store } = this.deps;
     requireMachine(session, 'suspend');
     assertTransition(session, 'begin-suspend');
@@ -120,6 +120,7 @@ export class MachineHibernation {
           type: 'session.suspended',
           data: {
             reason,
+            ...(by === undefined ? {} : { by }),
             snapshotId,
             memoryImageBytes: sizeBytes,
             checksum,

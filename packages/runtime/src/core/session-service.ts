@@ -65,6 +65,8 @@ export interface CreateSessionInput {
   mode?: ExecutionMode;
   /** the sandbox driver by name (`gvisor`, `microvm`); default: the contract's `sandbox`, else the server's default */
   sandbox?: string;
+  /** who asked (a token's name), recorded in the audit */
+  by?: string;
 }
 
 /** The default image sessions start from. */
@@ -156,6 +158,7 @@ export class SessionService {
         principal: session.principal,
         resources,
         sandbox: driver.name,
+        ...(input.by === undefined ? {} : { by: input.by }),
       },
     });
     return this.locks.exclusive(session.id, async () => {
@@ -197,9 +200,9 @@ export class SessionService {
   }
 
   /** Checkpoints the machine's memory and processes and stops it; the disk stays. */
-  async suspend(id: string, reason: 'manual' | 'idle' = 'manual'): Promise<SessionRecord> {
+  async suspend(id: string, reason: 'manual' | 'idle' | 'drain' = 'manual', by?: string): Promise<SessionRecord> {
     await this.getOwned(id);
-    return this.locks.exclusive(id, async () => this.deps.hibernation.suspend(await this.get(id), reason));
+    return this.locks.exclusive(id, async () => this.deps.hibernation.suspend(await this.get(id), reason, by));
   }
 
   /** Restores a suspended (or thaws a paused) machine where it stopped. */
@@ -218,9 +221,9 @@ export class SessionService {
   }
 
   /** Freezes the machine in place: no CPU, memory kept. */
-  async pause(id: string, reason: 'manual' | 'idle' = 'manual'): Promise<SessionRecord> {
+  async pause(id: string, reason: 'manual' | 'idle' = 'manual', by?: string): Promise<SessionRecord> {
     await this.getOwned(id);
-    return this.locks.exclusive(id, async () => this.pauseLocked(await this.get(id), reason));
+    return this.locks.exclusive(id, async () => this.pauseLocked(await this.get(id), reason, by));
   }
 
   /**
@@ -243,16 +246,16 @@ export class SessionService {
     });
   }
 
-  private async pauseLocked(session: SessionRecord, reason: 'manual' | 'idle'): Promise<SessionRecord> {
+  private async pauseLocked(session: SessionRecord, reason: 'manual' | 'idle', by?: string): Promise<SessionRecord> {
     requireMachine(session, 'pause');
     assertTransition(session, 'pause');
     requireCapability(this.driverOf(session), 'pause', 'pause a machine in place', session.id);
     await this.drivers.forHandle(machineHandle(session)).pause(machineHandle(session));
-    return this.records.transition(session.id, 'pause', { type: 'session.paused', data: { reason } });
+    return this.records.transition(session.id, 'pause', { type: 'session.paused', data: { reason, ...(by === undefined ? {} : { by }) } });
   }
 
   /** Destroys the machine, its disk and every snapshot of it; keeps metadata and history. */
-  async terminate(id: string): Promise<SessionRecord> {
+  async terminate(id: string, by?: string): Promise<SessionRecord> {
     await this.getOwned(id);
     return this.locks.exclusive(id, async () => {
       const session = await this.get(id);
@@ -263,7 +266,7 @@ export class SessionService {
       return this.records.transition(
         id,
         'finish-terminate',
-        { type: 'session.terminated', data: { sanitized: ['sandbox', 'disk', 'memory-images'] } },
+        { type: 'session.terminated', data: { sanitized: ['sandbox', 'disk', 'memory-images'], ...(by === undefined ? {} : { by }) } },
         { sandbox: null, resumeSnapshotId: null },
       );
     });

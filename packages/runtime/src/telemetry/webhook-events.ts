@@ -58,6 +58,7 @@ const SESSION_EVENTS: Record<string, { type: string; state?: string }> = {
 const REASONS: Record<string, string> = {
   manual: 'api',
   idle: 'idle',
+  drain: 'drain',
   call: 'call',
   port: 'port',
   'keep-awake': 'keep_awake',
@@ -132,11 +133,14 @@ function sessionReason(record: AuditRecord): { reason: string; by: string | null
   const data = record.data;
   const said = (key: string): string | undefined => (typeof data[key] === 'string' ? (data[key] as string) : undefined);
   const by = said('by') ?? null;
+  // A person in the web console acts through a console login; anyone else through a token.
+  const asked = by?.startsWith('console:') ? 'console' : 'api';
   switch (record.type) {
     case 'session.paused':
     case 'session.suspended': {
-      const reason = REASONS[said('reason') ?? ''] ?? said('reason') ?? 'api';
-      return { reason, by: by ?? (reason === 'api' ? null : 'airlock') };
+      const stated = REASONS[said('reason') ?? ''] ?? said('reason') ?? 'api';
+      const reason = stated === 'api' ? asked : stated;
+      return { reason, by: by ?? (reason === 'api' || reason === 'console' ? null : 'airlock') };
     }
     case 'session.unpaused':
     case 'session.resumed':
@@ -150,11 +154,9 @@ function sessionReason(record: AuditRecord): { reason: string; by: string | null
     case 'session.lease-taken':
       return { reason: REASONS[said('reason') ?? ''] ?? 'node_lost', by: 'airlock' };
     case 'session.started':
-    case 'session.created':
-    case 'session.forked':
-      return { reason: said('reason') ?? 'api', by };
+      return { reason: said('reason') ?? 'api', by: by ?? 'airlock' };
     default:
-      return { reason: said('reason') ?? 'api', by };
+      return { reason: said('reason') ?? asked, by };
   }
 }
 

@@ -42,6 +42,7 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
         ...(body.image === undefined ? {} : { imageName: body.image }),
         ...(body.mode === undefined ? {} : { mode: body.mode }),
         ...(body.sandbox === undefined ? {} : { sandbox: body.sandbox }),
+        by: approverName(identity),
       });
       return reply.status(201).send(sessionView(session));
     } finally {
@@ -74,14 +75,14 @@ export function registerSessionRoutes(app: FastifyInstance, services: AirlockSer
     return { tenant: request.params.tenant, sessions: views.length, live: views.filter((v) => v['state'] !== 'terminated').length, meters: totals };
   });
 
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/suspend', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.suspend(request.params.id)));
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/suspend', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.suspend(request.params.id, 'manual', approverName(identityOf(request)))));
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/resume', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.resume(request.params.id)));
   // Who restarted is who authenticated (recorded in the audit), never a field of the request.
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/restart', { config: { access: needs('session.manage') } }, async (request) =>
     sessionView(await services.sessions.restart(request.params.id, approverName(identityOf(request)))),
   );
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/pause', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.pause(request.params.id)));
-  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.terminate(request.params.id)));
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/pause', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.pause(request.params.id, 'manual', approverName(identityOf(request)))));
+  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', { config: { access: needs('session.manage') } }, async (request) => sessionView(await services.sessions.terminate(request.params.id, approverName(identityOf(request)))));
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/guard/reset', { config: { access: needs('session.manage') } }, async (request) => {
     const session = await services.sessions.resetGuard(request.params.id, 'api');

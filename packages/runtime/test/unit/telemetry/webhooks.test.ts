@@ -46,6 +46,9 @@ describe('webhook events', () => {
       by: 'airlock',
     });
     assert.equal(webhookEventOf(record('session.suspended', { reason: 'manual' }), 'acme')?.data['reason'], 'api');
+    assert.equal(webhookEventOf(record('session.suspended', { reason: 'manual', by: 'console:ops' }), 'acme')?.data['reason'], 'console');
+    assert.equal(webhookEventOf(record('session.suspended', { reason: 'drain', by: 'airlock' }), 'acme')?.data['reason'], 'drain');
+    assert.equal(webhookEventOf(record('session.terminated', { by: 'token:ops' }), 'acme')?.data['by'], 'token:ops');
     assert.equal(webhookEventOf(record('session.unpaused', { wokenBy: 'call' }), 'acme')?.type, 'session.resumed');
     assert.deepEqual(webhookEventOf(record('session.restarted', { by: 'ops' }), 'acme')?.data['by'], 'ops');
     assert.equal(webhookEventOf(record('session.node-lost', { node: 'n1' }), 'acme')?.data['reason'], 'node_lost');
