@@ -54,14 +54,17 @@ export class WebhookOutbox {
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly attemptTimeoutMs: number;
-  /** one enqueue at a time per session, in the order records were heard */
+  /** the enqueue worker of each session with records heard and not yet enqueued */
   private readonly enqueues = new Map<string, Promise<void>>();
+  /** the highest seq heard of each such session */
+  private readonly wanted = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private closed = false;
   private readonly inFlight = new Set<Promise<void>>();
-  private endpointCounts: Record<string, number> = { active: 0, disabled: 0 };
+  /** endpoints by state as last read; `active` starts unknown (NaN) so that nothing is skipped before the first read */
+  private endpointCounts: { active: number; disabled: number } = { active: Number.NaN, disabled: 0 };
 
   constructor(private readonly options: WebhookOutboxOptions) {
     this.retryFirstMs = options.retryFirstMs ?? 5_000;
@@ -74,30 +77,59 @@ export class WebhookOutbox {
 
   /** Catches up every session whose audit head is past its scan mark, then delivers what is due, and keeps doing so. */
   async start(): Promise<void> {
-    for (const sessionId of await this.options.store.listAuditedSessions()) {
-      if (sessionId === '') continue;
-      const head = await this.options.store.auditHead(sessionId);
-      await this.enqueueUpTo(sessionId, head.seq);
-    }
+    const endpoints = await this.options.store.transaction((tx) => tx.webhooks.listEndpoints());
+    this.countEndpoints(endpoints);
+    if (this.endpointCounts.active > 0) await this.catchUp();
     this.kick();
+  }
+
+  private countEndpoints(endpoints: WebhookEndpointRecord[]): void {
+    const before = this.endpointCounts.active;
+    this.endpointCounts = {
+      active: endpoints.filter((endpoint) => endpoint.state === 'active').length,
+      disabled: endpoints.filter((endpoint) => endpoint.state === 'disabled').length,
+    };
+    // Records heard while there was no endpoint were not looked at: the first endpoint's server (or a peer) looks now.
+    if (before === 0 && this.endpointCounts.active > 0 && !this.closed) {
+      const caught = this.catchUp().catch(() => undefined);
+      this.inFlight.add(caught);
+      void caught.finally(() => this.inFlight.delete(caught));
+    }
   }
 
   /** Endpoints by state, as last read (for the `airlock_webhook_endpoints` gauge). */
   endpointsByState(): Record<string, number> {
-    return { ...this.endpointCounts };
+    return Number.isNaN(this.endpointCounts.active) ? {} : { ...this.endpointCounts };
   }
 
   /** Hears a committed audit record: enqueues its events (and any the mark missed before it). Never throws. */
   hear(record: AuditRecord): void {
-    if (this.closed || record.sessionId === '') return;
-    const previous = this.enqueues.get(record.sessionId) ?? Promise.resolve();
-    const next = previous
-      .then(() => this.enqueueUpTo(record.sessionId, record.seq))
-      .catch(() => undefined)
-      .finally(() => {
-        if (this.enqueues.get(record.sessionId) === next) this.enqueues.delete(record.sessionId);
-      });
-    this.enqueues.set(record.sessionId, next);
+    // No endpoint anywhere (as last read): nothing to enqueue, and no transaction spent per record.
+    if (this.closed || record.sessionId === '' || this.endpointCounts.active === 0) return;
+    const sessionId = record.sessionId;
+    const wanted = this.wanted.get(sessionId);
+    this.wanted.set(sessionId, Math.max(wanted ?? 0, record.seq));
+    if (wanted !== undefined) return;
+    // One worker per session: records heard while it works are taken together in its next pass.
+    const work = (async () => {
+      for (;;) {
+        const target = this.wanted.get(sessionId) ?? 0;
+        await this.enqueueUpTo(sessionId, target).catch(() => undefined);
+        if ((this.wanted.get(sessionId) ?? 0) === target || this.closed) break;
+      }
+      this.wanted.delete(sessionId);
+      this.enqueues.delete(sessionId);
+    })();
+    this.enqueues.set(sessionId, work);
+  }
+
+  /** Enqueues what every session committed past its mark (at start, and when the first endpoint appears). */
+  private async catchUp(): Promise<void> {
+    for (const sessionId of await this.options.store.listAuditedSessions()) {
+      if (sessionId === '' || this.closed) continue;
+      const head = await this.options.store.auditHead(sessionId);
+      await this.enqueueUpTo(sessionId, head.seq);
+    }
   }
 
   /** Turns a session's records past its mark, up to `seq`, into deliveries, and moves the mark, one transaction per batch. */
@@ -136,6 +168,8 @@ export class WebhookOutbox {
     let added = false;
     for (const endpoint of endpoints) {
       if (endpoint.tenant !== null && endpoint.tenant !== tenant) continue;
+      // An endpoint hears what was committed after it was made, not the history before it.
+      if (record.at < endpoint.createdAt) continue;
       if (!webhookEventMatches(endpoint.events, event.type)) continue;
       const inserted = await tx.webhooks.insertDelivery({
         id: `msg_${randomBytes(12).toString('hex')}`,
@@ -184,24 +218,21 @@ export class WebhookOutbox {
   private async round(): Promise<void> {
     const now = new Date();
     const leaseUntil = new Date(now.getTime() + this.leaseMs).toISOString();
-    const claimed = await this.options.store.transaction(async (tx) => {
+    const { endpoints, claimed } = await this.options.store.transaction(async (tx) => {
       const endpoints = await tx.webhooks.listEndpoints();
-      this.endpointCounts = {
-        active: endpoints.filter((endpoint) => endpoint.state === 'active').length,
-        disabled: endpoints.filter((endpoint) => endpoint.state === 'disabled').length,
-      };
       const due = await tx.webhooks.listDueDeliveries(now.toISOString(), CLAIM_BATCH);
-      const mine: { delivery: WebhookDeliveryRecord; endpoint: WebhookEndpointRecord | undefined }[] = [];
+      const claimed: { delivery: WebhookDeliveryRecord; endpoint: WebhookEndpointRecord | undefined }[] = [];
       for (const delivery of due) {
         if (await tx.webhooks.claimDelivery(delivery.id, this.options.nodeId, now.toISOString(), leaseUntil)) {
-          mine.push({
+          claimed.push({
             delivery: { ...delivery, leaseOwner: this.options.nodeId, leaseUntil },
             endpoint: endpoints.find((endpoint) => endpoint.id === delivery.endpointId),
           });
         }
       }
-      return mine;
+      return { endpoints, claimed };
     });
+    this.countEndpoints(endpoints);
     if (claimed.length === 0) return;
     await Promise.all(
       claimed.map(({ delivery, endpoint }) => {
