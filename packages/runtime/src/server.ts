@@ -436,7 +436,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const openByToken = new OpenByToken({ isLive: (tokenId) => tokenDirectory.isLive(tokenId), onEnd: (tokenId) => logins.endAllOf(tokenId) });
   const services: AirlockServices = {
     tokens,
-    webhooks: new WebhookEndpoints(store, () => outbox.kick()),
+    webhooks: new WebhookEndpoints(store, audit, () => outbox.kick()),
     openByToken,
     tenants,
     admission: new TenantAdmission(store, (tenant) => tenants.quotasOf(tenant)),

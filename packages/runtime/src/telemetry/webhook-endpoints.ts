@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../core/store.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import { AirlockError } from '../core/errors.js';
 import { webhookEventMatches, type WebhookEndpointRecord } from '../core/webhook.js';
 import { WEBHOOK_EVENT_TYPES } from './webhook-events.js';
@@ -24,6 +25,7 @@ export interface WebhookEndpointRequest {
 export class WebhookEndpoints {
   constructor(
     private readonly store: Store,
+    private readonly audit: AuditLog,
     private readonly onChange: () => void = () => undefined,
   ) {}
 
@@ -42,7 +44,15 @@ export class WebhookEndpoints {
       createdAt: new Date().toISOString(),
       createdBy: by,
     };
-    await this.store.transaction((tx) => tx.webhooks.insertEndpoint(endpoint));
+    await this.store.transaction(async (tx) => {
+      await tx.webhooks.insertEndpoint(endpoint);
+      // The system chain records who registered what (never the secret).
+      await this.audit.append(tx, {
+        sessionId: '',
+        type: 'webhook.created',
+        data: { webhookId: endpoint.id, url: endpoint.url, events: endpoint.events, tenant: endpoint.tenant, by },
+      });
+    });
     this.onChange();
     return endpoint;
   }
@@ -58,10 +68,12 @@ export class WebhookEndpoints {
   }
 
   /** Removes an endpoint and its pending deliveries. */
-  async remove(id: string): Promise<Omit<WebhookEndpointRecord, 'secret'>> {
+  async remove(id: string, by: string): Promise<Omit<WebhookEndpointRecord, 'secret'>> {
     const removed = await this.store.transaction(async (tx) => {
       const endpoint = await tx.webhooks.getEndpoint(id);
-      if (endpoint) await tx.webhooks.deleteEndpoint(id);
+      if (!endpoint) return undefined;
+      await tx.webhooks.deleteEndpoint(id);
+      await this.audit.append(tx, { sessionId: '', type: 'webhook.removed', data: { webhookId: id, url: endpoint.url, by } });
       return endpoint;
     });
     if (!removed) throw notFound(id);

@@ -51,7 +51,7 @@ export function registerWebhookRoutes(app: FastifyInstance, services: AirlockSer
   app.get('/v1/webhooks', { config: { access: needs('token.manage') } }, async () => ({ webhooks: await endpoints().list() }));
 
   app.delete<{ Params: { id: string } }>('/v1/webhooks/:id', { config: { access: needs('token.manage') } }, async (request) =>
-    endpoints().remove(request.params.id),
+    endpoints().remove(request.params.id, approverName(identityOf(request))),
   );
 
   app.post<{ Params: { id: string } }>('/v1/webhooks/:id/test', { config: { access: needs('token.manage') } }, async (request) =>
