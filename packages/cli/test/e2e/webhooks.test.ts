@@ -219,6 +219,10 @@ describe('lifecycle webhooks', () => {
       'every event, in order',
     );
     assert.deepEqual(receiver.badSignatures, []);
+    const metrics = await (await fetch(`${installation.url}/metrics`, { headers: { authorization: `Bearer ${installation.token}` } })).text();
+    assert.match(metrics, /airlock_webhook_deliveries_total\{outcome="delivered"\} [1-9]/);
+    assert.match(metrics, /airlock_webhook_deliveries_total\{outcome="retried"\} [1-9]/);
+    assert.match(metrics, /airlock_webhook_endpoints\{state="disabled"\} 1/);
     // Retries of other sessions' events may still be backing off: in the end nothing stays pending.
     await until('nothing pending at /main', () => {
       const listed = JSON.parse(ok(installation.cli(['webhooks', 'ls', '--json']))) as { id: string; deliveries: Record<string, number> }[];

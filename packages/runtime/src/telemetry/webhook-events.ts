@@ -80,7 +80,7 @@ export function webhookEventOf(record: AuditRecord, tenant: string, approval?: A
     const { reason, by } = sessionReason(record);
     const extra: Record<string, unknown> = {};
     if (session.state) extra['state'] = session.state;
-    for (const key of ['snapshotId', 'code', 'message', 'node', 'operation', 'parentSessionId', 'snapshot'])
+    for (const key of ['snapshotId', 'code', 'message', 'node', 'operation', 'parentSessionId', 'branchIndex'])
       if (data[key] !== undefined) extra[key] = data[key];
     return { type: session.type, timestamp: record.at, data: { ...base, ...extra, reason, by } };
   }

@@ -54,6 +54,19 @@ describe('webhook events', () => {
     assert.equal(webhookEventOf(record('session.node-lost', { node: 'n1' }), 'acme')?.data['reason'], 'node_lost');
     assert.equal(webhookEventOf(record('session.lease-taken', { reason: 'owner draining' }), 'acme')?.data['reason'], 'drain');
     assert.equal(webhookEventOf(record('tool-call.completed', {}), 'acme'), undefined);
+    assert.deepEqual(webhookEventOf(record('takeover.started', { takeoverId: 'tko_1', by: 'token:ops', rows: 24 }), 'acme')?.data, {
+      sessionId: 'ses_1',
+      tenant: 'acme',
+      seq: 3,
+      takeoverId: 'tko_1',
+      by: 'token:ops',
+    });
+    assert.equal(
+      webhookEventOf(record('snapshot.created', { snapshotId: 'snap_1', name: 'prepared', reason: 'manual' }), 'acme')?.data['snapshotId'],
+      'snap_1',
+    );
+    assert.equal(webhookEventOf(record('approval.expired', { approvalId: 'apr_1' }), 'acme')?.data['by'], 'airlock');
+    assert.equal(webhookEventOf(record('session.forked', { parentSessionId: 'ses_0' }), 'acme')?.type, 'session.forked');
   });
 
   it('summarize arguments without contents or environments', () => {
