@@ -84,6 +84,18 @@ export function webhookEventOf(record: AuditRecord, tenant: string, approval?: A
       if (data[key] !== undefined) extra[key] = data[key];
     return { type: session.type, timestamp: record.at, data: { ...base, ...extra, reason, by } };
   }
+  if (record.type === 'session.reconciled') {
+    // A restarted server found the session mid-operation and settled it.
+    const outcome = text('outcome');
+    const type =
+      outcome === 'failed' ? 'session.failed' : outcome === 'running' ? 'session.running' : outcome === 'suspended' ? 'session.suspended' : undefined;
+    if (!type || !outcome) return undefined;
+    return {
+      type,
+      timestamp: record.at,
+      data: { ...base, state: outcome, reason: 'server_restart', by: 'airlock', ...(data['code'] === undefined ? {} : { code: data['code'] }) },
+    };
+  }
   switch (record.type) {
     case 'approval.requested':
       return {
@@ -146,7 +158,11 @@ function sessionReason(record: AuditRecord): { reason: string; by: string | null
     case 'session.resumed':
       return { reason: REASONS[said('wokenBy') ?? ''] ?? said('wokenBy') ?? 'call', by };
     case 'session.failed':
-      return { reason: said('reason') ?? (said('operation') ? `${said('operation')}_failed` : 'machine_died'), by: by ?? 'airlock' };
+      // A call that found its machine gone is a machine that died; otherwise the operation that failed.
+      return {
+        reason: said('reason') ?? (said('operation') && said('operation') !== 'call' ? `${said('operation')}_failed` : 'machine_died'),
+        by: by ?? 'airlock',
+      };
     case 'session.degraded':
       return { reason: 'agent_unresponsive', by: 'airlock' };
     case 'session.node-lost':

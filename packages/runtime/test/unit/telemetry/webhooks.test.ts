@@ -67,6 +67,10 @@ describe('webhook events', () => {
     );
     assert.equal(webhookEventOf(record('approval.expired', { approvalId: 'apr_1' }), 'acme')?.data['by'], 'airlock');
     assert.equal(webhookEventOf(record('session.forked', { parentSessionId: 'ses_0' }), 'acme')?.type, 'session.forked');
+    assert.equal(webhookEventOf(record('session.failed', { operation: 'call', code: 'SANDBOX_DIED' }), 'acme')?.data['reason'], 'machine_died');
+    assert.equal(webhookEventOf(record('session.failed', { operation: 'resume', code: 'X' }), 'acme')?.data['reason'], 'resume_failed');
+    const settled = webhookEventOf(record('session.reconciled', { outcome: 'failed', interrupted: 'create' }), 'acme');
+    assert.deepEqual([settled?.type, settled?.data['reason'], settled?.data['by']], ['session.failed', 'server_restart', 'airlock']);
   });
 
   it('summarize arguments without contents or environments', () => {
