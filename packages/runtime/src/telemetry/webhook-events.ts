@@ -70,6 +70,24 @@ const REASONS: Record<string, string> = {
 const WITHHELD_ARGUMENTS = new Set(['content', 'contents', 'data', 'env', 'environment', 'stdin', 'text', 'new_string', 'old_string', 'edits', 'secrets']);
 const SUMMARY_CHARS = 200;
 
+/** Audit record types that make an event (a tool call's records make none). */
+const EVENT_SOURCES = new Set([
+  ...Object.keys(SESSION_EVENTS),
+  'session.reconciled',
+  'approval.requested',
+  'approval.granted',
+  'approval.denied',
+  'approval.expired',
+  'takeover.started',
+  'takeover.ended',
+  'snapshot.created',
+]);
+
+/** Whether records of this type can make an event: the outbox spends nothing on the others. */
+export function makesWebhookEvent(type: string): boolean {
+  return EVENT_SOURCES.has(type);
+}
+
 /** The event an audit record stands for, or undefined when it stands for none. */
 export function webhookEventOf(record: AuditRecord, tenant: string, approval?: ApprovalRecord): WebhookEvent | undefined {
   const data = record.data;

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import type { AuditRecord } from '../audit/audit-record.js';
 import type { Store, StoreTransaction } from '../core/store.js';
 import { webhookEventMatches, type WebhookDeliveryRecord, type WebhookEndpointRecord } from '../core/webhook.js';
-import { webhookEventOf } from './webhook-events.js';
+import { makesWebhookEvent, webhookEventOf } from './webhook-events.js';
 import { signWebhook, webhookBackoffMs } from './webhook-signature.js';
 
 /** What happened to one attempt, as the metrics count it. */
@@ -45,6 +45,8 @@ export interface WebhookOutboxOptions {
 
 const ENQUEUE_BATCH = 500;
 const CLAIM_BATCH = 32;
+/** Records after which a session's mark is moved even when none made an event. */
+const SCAN_EVERY = 1000;
 
 /** The outbox of one server: enqueue from the audit feed, deliver what is due. */
 export class WebhookOutbox {
@@ -106,6 +108,9 @@ export class WebhookOutbox {
   hear(record: AuditRecord): void {
     // No endpoint anywhere (as last read): nothing to enqueue, and no transaction spent per record.
     if (this.closed || record.sessionId === '' || this.endpointCounts.active === 0) return;
+    // A tool call's records make no event: no transaction for them. The scan from the mark still
+    // passes over them when the next event comes (and every 1000 records, to keep the mark near the head).
+    if (!makesWebhookEvent(record.type) && record.seq % SCAN_EVERY !== 0) return;
     const sessionId = record.sessionId;
     const wanted = this.wanted.get(sessionId);
     this.wanted.set(sessionId, Math.max(wanted ?? 0, record.seq));
