@@ -65,6 +65,8 @@ export class WebhookOutbox {
   private again = false;
   private closed = false;
   private readonly inFlight = new Set<Promise<void>>();
+  /** aborts the attempts under way when the server stops (they are retried at the next start) */
+  private readonly stopping = new AbortController();
   /** endpoints by state as last read; `active` starts unknown (NaN) so that nothing is skipped before the first read */
   private endpointCounts: { active: number; disabled: number } = { active: Number.NaN, disabled: 0 };
 
@@ -214,7 +216,8 @@ export class WebhookOutbox {
           this.kick();
           return;
         }
-        this.timer = setTimeout(() => this.kick(), this.pollMs);
+        // With no endpoint, only a peer's new endpoint is looked for: less often.
+        this.timer = setTimeout(() => this.kick(), this.endpointCounts.active > 0 ? this.pollMs : this.pollMs * 5);
         this.timer.unref();
       });
   }
@@ -256,7 +259,7 @@ export class WebhookOutbox {
       await this.finish({ ...delivery, ...release, state: 'failed', lastError: 'the endpoint was removed or disabled' }, 'failed');
       return;
     }
-    const answer = await send(endpoint, delivery.id, delivery.body, this.attemptTimeoutMs);
+    const answer = await send(endpoint, delivery.id, delivery.body, this.attemptTimeoutMs, this.stopping.signal);
     const attempts = delivery.attempts + 1;
     if (answer.status !== undefined && answer.status >= 200 && answer.status < 300) {
       await this.finish({ ...delivery, ...release, attempts, state: 'delivered', lastError: null }, 'delivered');
@@ -290,6 +293,7 @@ export class WebhookOutbox {
   /** Stops the loop; attempts under way finish (their outcome is written) first. */
   async close(): Promise<void> {
     this.closed = true;
+    this.stopping.abort();
     if (this.timer) clearTimeout(this.timer);
     await Promise.allSettled([...this.enqueues.values()]);
     await this.running?.catch(() => undefined);
@@ -298,14 +302,26 @@ export class WebhookOutbox {
 }
 
 /** POSTs a signed body; the status, or why there was none. Secrets never reach an error text. */
-export async function send(endpoint: WebhookEndpointRecord, id: string, body: string, timeoutMs: number): Promise<{ status?: number; error?: string }> {
+export async function send(
+  endpoint: WebhookEndpointRecord,
+  id: string,
+  body: string,
+  timeoutMs: number,
+  stop?: AbortSignal,
+): Promise<{ status?: number; error?: string }> {
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'airlock-webhooks',
     ...signWebhook(endpoint.secret, id, Math.floor(Date.now() / 1000), body),
   };
   try {
-    const response = await fetch(endpoint.url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+    const response = await fetch(endpoint.url, {
+      method: 'POST',
+      headers,
+      body,
+      redirect: 'manual',
+      signal: stop ? AbortSignal.any([stop, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
+    });
     await response.body?.cancel().catch(() => undefined);
     return { status: response.status };
   } catch (error) {
