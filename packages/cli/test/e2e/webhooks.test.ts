@@ -96,7 +96,7 @@ describe('lifecycle webhooks', () => {
 
   before(async () => {
     await receiver.start();
-    installation = await TestInstallation.start({ env: { AIRLOCK_WEBHOOK_RETRY_MS: '200' } });
+    installation = await TestInstallation.start({ env: { AIRLOCK_WEBHOOK_RETRY_MS: '200', AIRLOCK_LOG_LEVEL: 'debug' } });
     for (const [name, args] of [
       ['main', ['--events', 'session.*,approval.*,snapshot.*,takeover.*']],
       ['acme', ['--events', '*', '--tenant', 'acme']],
@@ -116,7 +116,13 @@ describe('lifecycle webhooks', () => {
 
   it('never shows a secret again, and refuses a bad endpoint saying what to do', async () => {
     const listed = ok(installation.cli(['webhooks', 'ls', '--json']));
-    for (const secret of receiver.secrets.values()) assert.ok(!listed.includes(secret), 'ls shows no secret');
+    for (const secret of receiver.secrets.values()) {
+      assert.ok(!listed.includes(secret), 'ls shows no secret');
+      assert.ok(!installation.serverLog.includes(secret), 'no secret in the server log');
+    }
+    // The log reaches this process through a pipe read by its event loop: wait for the lines of those requests.
+    await until('the request lines of /v1/webhooks in the server log', () => installation.serverLog.includes('/v1/webhooks'));
+    for (const secret of receiver.secrets.values()) assert.ok(!installation.serverLog.includes(secret), 'no secret in the server log');
     const bad = installation.cli(['webhooks', 'add', 'ftp://example.invalid/x', '--events', 'session.*']);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /http:\/\/ or https:\/\//);
