@@ -114,6 +114,12 @@ export function registerHostCommands(program: Command): void {
         const warmPool = await parseWarmPool(options.warmPool);
         const { startServer, redactUrl } = await runtime();
         const storeUrl = options.store ?? process.env['AIRLOCK_STORE_URL'];
+        // A promise nobody awaited that rejects is a bug, never an outage (those are caught where they happen).
+        // The server logs it and keeps running: exiting would leave every machine it runs without a manager.
+        let reportUnhandled: (what: string, error: unknown) => void = (what, error) => {
+          process.stderr.write(`airlock: ${what}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+        };
+        process.on('unhandledRejection', (reason) => reportUnhandled('unhandled rejection (a bug: please report it; the server keeps running)', reason));
         const server = await startServer({
           dataDir: options.dataDir,
           host,
@@ -129,6 +135,7 @@ export function registerHostCommands(program: Command): void {
           ...(metricsListen ? { metricsListen } : {}),
           metricsTenants: Boolean(options.metricsTenants),
         });
+        reportUnhandled = (what, error) => server.report(what, error);
         const r = server.reconciled;
         process.stderr.write(
           `airlock: listening on ${server.url} (data dir ${server.layout.root}, store ${storeUrl ? redactUrl(storeUrl) : 'SQLite in the data dir'}, node ${server.nodeId})\n`,

@@ -158,8 +158,14 @@ describe('PostgreSQL outages do not take the server down', { skip: testPostgresU
     return ((await response.json()) as { sessions: { id: string }[] }).sessions.map((session) => session.id);
   };
 
-  const checkOutageAnswers = (answers: Answer[]) => {
+  const checkOutageAnswers = (answers: Answer[], diagnostic: (message: string) => void) => {
     assert.ok(answers.length > 0);
+    const counts = new Map<string, number>();
+    for (const answer of answers)
+      counts.set(`${answer.status}${answer.code ? ` ${answer.code}` : ''}`, (counts.get(`${answer.status}${answer.code ? ` ${answer.code}` : ''}`) ?? 0) + 1);
+    diagnostic(
+      `answers during the outage: ${[...counts].map(([what, count]) => `${count}× ${what}`).join(', ')}; slowest ${Math.max(...answers.map((answer) => answer.ms))} ms`,
+    );
     for (const answer of answers) {
       assert.ok(answer.ms < HANG_MS, `a call took ${answer.ms} ms during the outage: it hangs instead of failing fast`);
       if (answer.status < 300) continue;
@@ -173,7 +179,7 @@ describe('PostgreSQL outages do not take the server down', { skip: testPostgresU
     );
   };
 
-  const checkRecovered = async () => {
+  const checkRecovered = async (diagnostic: (message: string) => void) => {
     await waitFor(async () => ((await api('GET', '/v1/sessions')).status === 200 ? true : undefined), 'the server to answer again once PostgreSQL is back');
     assert.equal((await fetch(`${installation.url}/healthz`)).status, 200, 'the same server process, never restarted');
     assert.doesNotMatch(installation.serverLog, /unhandled|UnhandledPromiseRejection/i, installation.serverLog);
@@ -186,31 +192,40 @@ describe('PostgreSQL outages do not take the server down', { skip: testPostgresU
     const fresh = await Sandbox.create(connection());
     assert.equal((await fresh.commands.run('echo new')).stdout, 'new\n', 'a new session works');
     await fresh.kill();
+    diagnostic(
+      `server: ${installation.serverLog
+        .split('\n')
+        .filter((line) => line.startsWith('airlock: ') && /unavailable|answers again/.test(line))
+        .join(' | ')}`,
+    );
     assert.deepEqual(unhandled, [], 'nothing rejected unhandled in the test process');
   };
 
-  it('PostgreSQL stopped for 20 s (pg_ctl stop -m fast): calls answer 503 STORE_UNAVAILABLE at once, the server and its machines live on, and everything resumes', async () => {
+  it('PostgreSQL stopped for 20 s (pg_ctl stop -m fast): calls answer 503 STORE_UNAVAILABLE at once, the server and its machines live on, and everything resumes', async (t) => {
+    // A call running in the machine as the database goes away.
+    const running = api('POST', `/v1/sessions/${sandbox.id}/exec`, { command: 'sleep 3; echo done' });
+    await new Promise((r) => setTimeout(r, 1000));
     const stoppedAt = Date.now();
     const during = callsDuring(() => Date.now() - stoppedAt > OUTAGE_MS, 'stopped');
     cluster.stopFast();
-    const answers = await during;
+    const answers = [await running, ...(await during)];
     assert.equal((await fetch(`${installation.url}/healthz`)).status, 200, 'the server is alive during the outage');
-    checkOutageAnswers(answers);
+    checkOutageAnswers(answers, (message) => t.diagnostic(message));
     assert.ok(cluster.restart(), cluster.serverLog());
-    await checkRecovered();
+    await checkRecovered((message) => t.diagnostic(message));
   });
 
-  it('PostgreSQL killed with SIGKILL: the same, and it comes back after crash recovery', async () => {
+  it('PostgreSQL killed with SIGKILL: the same, and it comes back after crash recovery', async (t) => {
     const killedAt = Date.now();
     const during = callsDuring(() => Date.now() - killedAt > OUTAGE_MS / 2, 'killed');
     const pid = cluster.killPostmaster();
     const answers = await during;
-    checkOutageAnswers(answers);
+    checkOutageAnswers(answers, (message) => t.diagnostic(message));
     // The backends follow their postmaster; a start before they are gone finds their shared memory in use, and is tried again.
     await waitFor(
       async () => (cluster.restart() ? true : undefined),
       `PostgreSQL to start again after its postmaster ${pid} was killed:\n${cluster.serverLog()}`,
     );
-    await checkRecovered();
+    await checkRecovered((message) => t.diagnostic(message));
   });
 });
