@@ -43,6 +43,8 @@ export class NodeMembership {
   private heartbeat: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   private beating: Promise<void> | undefined;
+  private heartbeatFailing = false;
+  private checkFailing = false;
   private draining: Promise<void> | undefined;
   private stopped = false;
   private readonly unsubscribe: () => void;
@@ -78,7 +80,16 @@ export class NodeMembership {
     this.heartbeat.unref();
     this.timer = setInterval(() => {
       this.ticking ??= this.tick()
-        .catch((error: unknown) => this.deps.log(`cluster check failed: ${error instanceof Error ? error.message : String(error)}`))
+        .then(
+          () => {
+            this.checkFailing = false;
+          },
+          (error: unknown) => {
+            if (!this.checkFailing)
+              this.deps.log(`cluster check failed (told again only after one succeeds): ${error instanceof Error ? error.message : String(error)}`);
+            this.checkFailing = true;
+          },
+        )
         .finally(() => (this.ticking = undefined));
     }, every);
     this.timer.unref();
@@ -87,9 +98,22 @@ export class NodeMembership {
   /** Renews this node's heartbeat. */
   private async beat(): Promise<void> {
     const { store, clock, self } = this.deps;
+    // Told once when heartbeats start failing (the store is down) and once when one gets through again.
     await store
       .transaction((tx) => tx.touchNode(self.id, clock.now().toISOString()))
-      .catch((error: unknown) => this.deps.log(`heartbeat failed: ${error instanceof Error ? error.message : String(error)}`));
+      .then(
+        () => {
+          if (this.heartbeatFailing) this.deps.log('heartbeat renewed again');
+          this.heartbeatFailing = false;
+        },
+        (error: unknown) => {
+          if (!this.heartbeatFailing)
+            this.deps.log(
+              `heartbeat failed (retried every ${Math.max(100, Math.floor(this.deps.leaseMs / 3))} ms, told again once it works): ${error instanceof Error ? error.message : String(error)}`,
+            );
+          this.heartbeatFailing = true;
+        },
+      );
   }
 
   /** One look around: lost leases, lost nodes, a drain of this node. */
