@@ -45,6 +45,8 @@ export class NodeMembership {
   private beating: Promise<void> | undefined;
   private heartbeatFailing = false;
   private checkFailing = false;
+  /** when this node last failed to reach the store (ms); 0: never */
+  private storeFailedAt = 0;
   private draining: Promise<void> | undefined;
   private stopped = false;
   private readonly unsubscribe: () => void;
@@ -85,6 +87,7 @@ export class NodeMembership {
             this.checkFailing = false;
           },
           (error: unknown) => {
+            this.storeFailedAt = this.deps.clock.now().getTime();
             if (!this.checkFailing)
               this.deps.log(`cluster check failed (told again only after one succeeds): ${error instanceof Error ? error.message : String(error)}`);
             this.checkFailing = true;
@@ -107,6 +110,7 @@ export class NodeMembership {
           this.heartbeatFailing = false;
         },
         (error: unknown) => {
+          this.storeFailedAt = this.deps.clock.now().getTime();
           if (!this.heartbeatFailing)
             this.deps.log(
               `heartbeat failed (retried every ${Math.max(100, Math.floor(this.deps.leaseMs / 3))} ms, told again once it works): ${error instanceof Error ? error.message : String(error)}`,
@@ -122,8 +126,11 @@ export class NodeMembership {
     const { store, self } = this.deps;
     await this.checkLeases();
     const nodes = await store.listNodes();
+    // After an outage of the store every node's heartbeat is as old as the outage: none is taken for lost
+    // until the others have had a whole lease to renew theirs (a failover must not fail every machine).
+    const others = this.deps.clock.now().getTime() - this.storeFailedAt > this.deps.leaseMs;
     for (const node of nodes) {
-      if (node.id !== self.id && this.liveness(node) === 'lost') await this.failMachinesOf(node);
+      if (others && node.id !== self.id && this.liveness(node) === 'lost') await this.failMachinesOf(node);
     }
     const mine = nodes.find((node) => node.id === self.id);
     if (mine?.state === 'draining') this.draining ??= this.drain().finally(() => (this.draining = undefined));
