@@ -144,3 +144,31 @@ describe('IdleSleeper while the store is down', () => {
     assert.equal(failures.length, 1);
   });
 });
+
+describe('a pause the store could not record', () => {
+  let fx: CoreFixture;
+  beforeEach(() => {
+    fx = coreFixture();
+  });
+  afterEach(async () => {
+    await fx.close();
+  });
+
+  it('unpauses the machine again: it never stays frozen under a record that says it runs', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    const sandboxId = session.sandbox?.sandboxId ?? '';
+    assert.equal(fx.driver.sandboxes.get(sandboxId), 'running');
+    const transition = fx.sessions.records.transition.bind(fx.sessions.records);
+    fx.sessions.records.transition = (async (...args: Parameters<typeof transition>) => {
+      if (args[1] === 'pause') throw new AirlockError('STORE_UNAVAILABLE', 'the PostgreSQL store is unavailable; retry');
+      return transition(...args);
+    }) as typeof transition;
+    await fx.core.usage.drain();
+    await assert.rejects(
+      fx.sessions.sleepIfIdle(session.id, 'paused', () => true),
+      (error: unknown) => isAirlockError(error, 'STORE_UNAVAILABLE'),
+    );
+    assert.equal(fx.driver.sandboxes.get(sandboxId), 'running');
+    assert.equal((await fx.sessions.get(session.id)).state, 'running');
+  });
+});
