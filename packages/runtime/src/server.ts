@@ -283,14 +283,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // Every audit record, once committed (by this server or another sharing the store), also feeds the console's live event streams.
   const activity = new ActivityFeed();
   const untap = tapAuditAppends(store, (record) => activity.publish({ kind: 'audit', record }));
-  const disks = options.disks ?? new LoopDisks({ root: layout.disks });
-  const objects = objectStore ? openObjectStorage(objectStore, layout, disks, nodeId) : undefined;
-  const images = options.images ?? openImageCatalog(layout);
-  const artifacts: SnapshotArtifacts = objects ?? new SnapshotDirectory(layout.snapshots);
-  const thumbnails = new ThumbnailDirectory(layout.thumbnails);
-  const authorizer = new ContractAuthorizer();
-  // The first compilation pays for Cedar's start (~0.5 s, measured): at start-up, not in a session's first call.
-  authorizer.prepare(DEFAULT_CONTRACT);
   const log = new JsonLog(options.logLevel ?? 'off');
   const reportFailure = (what: string, error: unknown) => {
     process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
@@ -343,6 +335,16 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     recoveryProbes.push(timer);
   };
 
+  const disks = options.disks ?? new LoopDisks({ root: layout.disks });
+  const objects = objectStore
+    ? openObjectStorage(objectStore, layout, disks, nodeId, (error) => report(`object storage ${objectStore.description}`, error))
+    : undefined;
+  const images = options.images ?? openImageCatalog(layout);
+  const artifacts: SnapshotArtifacts = objects ?? new SnapshotDirectory(layout.snapshots);
+  const thumbnails = new ThumbnailDirectory(layout.thumbnails);
+  const authorizer = new ContractAuthorizer();
+  // The first compilation pays for Cedar's start (~0.5 s, measured): at start-up, not in a session's first call.
+  authorizer.prepare(DEFAULT_CONTRACT);
   // Egress: the gateway asks the core for policies, decisions and approvals; the core asks it for networks.
   const egressConfig = options.egress ?? loadEgressConfig();
   const secrets = new SecretStore({ dir: join(layout.root, 'secrets'), keyFile: process.env['AIRLOCK_SECRETS_KEY_FILE'] ?? join(layout.root, 'secrets.key') });
@@ -586,7 +588,13 @@ async function connectObjectStore(location: ObjectStorageLocation): Promise<S3Ob
 }
 
 /** Snapshot artifacts in object storage, the data dir's snapshot directory as their cache. */
-function openObjectStorage(store: S3ObjectStore, layout: DataDirLayout, disks: SessionDisks, nodeId: string): ObjectSnapshotArtifacts {
+function openObjectStorage(
+  store: S3ObjectStore,
+  layout: DataDirLayout,
+  disks: SessionDisks,
+  nodeId: string,
+  onError: (error: unknown) => void,
+): ObjectSnapshotArtifacts {
   if (!isDiskImages(disks)) {
     store.close();
     throw new AirlockError(
@@ -599,7 +607,7 @@ function openObjectStorage(store: S3ObjectStore, layout: DataDirLayout, disks: S
     objects: store,
     disks,
     owner: nodeId,
-    onError: (error) => process.stderr.write(`airlock: object storage ${store.description}: ${error instanceof Error ? error.message : String(error)}\n`),
+    onError,
   });
 }
 

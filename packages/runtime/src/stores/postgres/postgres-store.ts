@@ -21,7 +21,7 @@ const MAX_ATTEMPTS = 5;
 const RETRYABLE = new Set(['40001', '40P01']);
 const MAX_PAYLOAD = 7000;
 /** A call waits this long for a connection, then fails with STORE_UNAVAILABLE instead of hanging on a database that does not answer. */
-const CONNECT_TIMEOUT_MS = 5000;
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /** Options of the PostgreSQL store. */
 export interface PostgresStoreOptions {
