@@ -172,8 +172,15 @@ export function registerHostCommands(program: Command): void {
             process.stderr.write('airlock: shutdown took longer than 9 s, exiting now (the next start reconciles what was left)\n');
             process.exit(1);
           }, 9_000).unref();
-          await server.close();
-          process.exit(0);
+          await server.close().then(
+            () => process.exit(0),
+            (error: unknown) => {
+              process.stderr.write(
+                `airlock: shutdown failed (the next start reconciles what was left): ${error instanceof Error ? error.message : String(error)}\n`,
+              );
+              process.exit(1);
+            },
+          );
         };
         process.once('SIGINT', () => void stop());
         process.once('SIGTERM', () => void stop());

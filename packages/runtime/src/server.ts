@@ -546,7 +546,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     metricsUrl: metricsListener?.url,
     report: reportFailure,
     async close() {
-      await membership?.leave();
+      // With the store down the node cannot record that it left (its lease runs out instead); the rest of the shutdown goes on.
+      await membership?.leave().catch((error: unknown) => reportFailure('leaving the cluster', error));
       retention.stop();
       openByToken.stop();
       await sleeper.stop();
