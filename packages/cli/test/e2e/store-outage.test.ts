@@ -5,8 +5,10 @@
  * then killed with SIGKILL. The server stays up; calls that need the store
  * answer 503 STORE_UNAVAILABLE at once instead of hanging; nothing rejects
  * unhandled; the session's processes keep running; once PostgreSQL is back,
- * every acknowledged write is there and new calls work, without a restart;
- * and the stopped server leaves no machine behind.
+ * every acknowledged write is there and new calls work, without a restart.
+ * A server stopped while the database is down removes its warm machine and
+ * leaves its session running for the next start, which adopts it; and the
+ * installation, removed, leaves no machine behind.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -227,5 +229,33 @@ describe('PostgreSQL outages do not take the server down', { skip: testPostgresU
       `PostgreSQL to start again after its postmaster ${pid} was killed:\n${cluster.serverLog()}`,
     );
     await checkRecovered((message) => t.diagnostic(message));
+  });
+
+  it('a server stopped while PostgreSQL is down removes its warm machine, leaves its sessions running, and the next start adopts them', async () => {
+    cluster.stopFast();
+    const runsc = () =>
+      spawnSync('runsc', [`--root=${join(installation.dataDir, 'runsc', 'runsc')}`, 'list', '-quiet'], { encoding: 'utf8' })
+        .stdout.split('\n')
+        .filter(Boolean);
+    assert.ok(
+      runsc().some((id) => id.includes('pool_')),
+      `a warm machine runs: ${runsc().join(', ')}`,
+    );
+    await installation.stopServer();
+    assert.doesNotMatch(installation.serverLog, /unhandled|shutdown took longer|shutdown failed/i, installation.serverLog);
+    assert.deepEqual(
+      runsc().filter((id) => id.includes('pool_')),
+      [],
+      'no warm machine is left behind',
+    );
+    assert.ok(
+      runsc().some((id) => id.includes(sandbox.id)),
+      "the session's machine keeps running for the next start",
+    );
+    assert.ok(cluster.restart(), cluster.serverLog());
+    await installation.startServer();
+    assert.equal(await sandbox.files.read('/workspace/before.txt'), 'written before');
+    const alive = await sandbox.commands.run(`kill -0 ${counterPid} && echo alive`);
+    assert.equal(alive.stdout.trim(), 'alive', 'adopted with its processes');
   });
 });
