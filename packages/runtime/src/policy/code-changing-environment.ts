@@ -75,7 +75,15 @@ export const CODE_CHANGING_PREFIXES: readonly string[] = [
 ];
 
 /** Names inside a refused family that are data for the program, not code: commit identities, Node's mode. */
-export const DATA_IN_FAMILIES: readonly string[] = ['NODE_ENV', 'GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'GIT_COMMITTER_DATE'];
+export const DATA_IN_FAMILIES: readonly string[] = [
+  'NODE_ENV',
+  'GIT_AUTHOR_NAME',
+  'GIT_AUTHOR_EMAIL',
+  'GIT_AUTHOR_DATE',
+  'GIT_COMMITTER_NAME',
+  'GIT_COMMITTER_EMAIL',
+  'GIT_COMMITTER_DATE',
+];
 
 /** True when setting `name` can change which code a command runs. */
 export function isCodeChangingEnvironment(name: string): boolean {

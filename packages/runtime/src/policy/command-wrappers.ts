@@ -152,6 +152,10 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
   source: (words, next, out, name) => out.problem(`${name} runs the script ${display(words[next])}, which cannot be analysed`),
   '.': (words, next, out, name) => out.problem(`${name} runs the script ${display(words[next])}, which cannot be analysed`),
   alias: (_words, _next, out) => out.problem('alias changes what later command names run'),
+  // `hash -p /bin/rm ls` (bash) makes ls run rm.
+  hash: (words, next, out, name) => {
+    if (words.slice(next).some((word) => /^-[A-Za-z]*p/.test(word.text) || word.dynamic)) out.problem(`${name} -p sets the file a command name runs`);
+  },
   trap: (words, next, out, name) => {
     const rest = options(words, next, out, name, { flags: 'lp' });
     const action = rest === undefined ? undefined : words[rest.index];

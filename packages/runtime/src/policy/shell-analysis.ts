@@ -5,7 +5,7 @@
  * command cannot be known before it runs (`$CMD x`, `eval`, `sh script.sh`).
  * A command string is read as the shell that runs it reads it: dash for
  * `/bin/sh -c` (the exec tool) and `sh -c`, bash only under `bash -c`; what
- * it cannot read exactly is not analysable (ADR 0034).
+ * it cannot read exactly is not analysable (ADR 0021).
  */
 import { resolveCommand, type ProgramCollector } from './command-wrappers.js';
 import { type ShellDialect, ShellLexer, ShellSyntaxError, ShellUnmodelledError, type ShellLexerHooks, type ShellWord } from './shell-lexer.js';

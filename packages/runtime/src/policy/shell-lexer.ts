@@ -5,7 +5,7 @@
  * `$(…)`, backticks or a here-document body is never missed. It is strict:
  * anything dash would read differently from bash, or that it cannot model
  * exactly (control characters, `$'…'`, `<(…)`, `&>`, `|&`, `<<<`, arrays,
- * `${…}` forms beyond POSIX), throws ShellUnmodelledError (ADR 0034).
+ * `${…}` forms beyond POSIX), throws ShellUnmodelledError (ADR 0021).
  */
 
 /** One word after quote removal, and what the shell would still do to it. */
@@ -61,7 +61,7 @@ const SPECIAL = new Set([...WORD_END, '\\', "'", '"', '$', '`']);
 const ASSIGNMENT = /[A-Za-z_][A-Za-z0-9_]*=/y;
 const PARAMETER = /[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*?$!]/y;
 const PARAMETER_OPERATOR = /:?[-=?+]|%%?|##?/y;
-const ARITHMETIC = /[A-Za-z0-9_ \t\n+\-*\/%<>=!&|^~?:,]/;
+const ARITHMETIC = /[A-Za-z0-9_ \t\n+\-*/%<>=!&|^~?:,]/;
 const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
 const BRACE_EXPANSION = /\{[^{}]*(,|\.\.)[^{}]*\}/;
 

@@ -205,6 +205,8 @@ const NOT_ANALYSABLE: [string, string[], RegExp][] = [
   ['flock /tmp/l -c "rm x"', ['flock', 'rm'], /shell chosen at run time/],
   ['su -c "rm x" root', ['rm', 'su'], /shell chosen at run time/],
   ['mapfile -C "rm x" -c 1 < f', ['mapfile'], /can run or change code/],
+  ['hash -p /bin/rm ls; ls x', ['hash', 'ls'], /hash -p sets the file/],
+  ['BASH_CMDS[ls]=/bin/rm; ls x', ['ls'], /glob or brace expansion/],
 ];
 
 function check(actual: CommandAnalysis, programs: string[], label: string): void {

@@ -15,3 +15,243 @@ export const ISSUE_22_COMMANDS: readonly string[] = [
   'echo F | xargs --replace rm -f {}',
   "env -S 'rm\\_-f\\_F'",
 ];
+
+/** Programs the generated commands name; the differential test gives each a stub. */
+export const CORPUS_PROGRAMS: readonly string[] = ['rm', 'ls', 'cat', 'grep', 'id', 'tee', 'a', 'b', 'F', 'x'];
+
+/** A deterministic random source (a linear congruential generator), so a failure can be replayed. */
+export class CorpusRandom {
+  #seed: number;
+
+  constructor(seed: number) {
+    this.#seed = seed;
+  }
+
+  /** A number in [0, 1). */
+  next(): number {
+    this.#seed = (this.#seed * 1103515245 + 12345) % 2 ** 31;
+    return this.#seed / 2 ** 31;
+  }
+
+  /** An integer in [0, bound). */
+  below(bound: number): number {
+    return Math.floor(this.next() * bound);
+  }
+
+  /** One of `items`. */
+  pick<T>(items: readonly T[]): T {
+    return items[this.below(items.length)] as T;
+  }
+}
+
+const ARGUMENTS = [
+  'F',
+  '-f',
+  'x',
+  '"a b"',
+  "'c d'",
+  '$x',
+  '"$x"',
+  '${x:-rm}',
+  '${#x}',
+  '${x%%.*}',
+  '$(rm F)',
+  '`rm F`',
+  '"$(rm F)"',
+  '*',
+  'a#b',
+  '\\;',
+  '$((1+2))',
+  'A=1',
+  '{}',
+  '"\\""',
+  '#c',
+  '${x:-"$(rm F)"}',
+  "'#'",
+  'r\\m',
+];
+/** Arguments that dash reads otherwise than bash, or that a reader may get wrong. */
+const TRICKY_ARGUMENTS = [
+  '${x:-{}',
+  '"${x:-\'rm\'}"',
+  '{a,b}',
+  "$'\\x72m'",
+  '$"rm"',
+  '-S',
+  '--replace',
+  '\\',
+  '${x/a/b}',
+  '$((x))',
+  '\\\nrm',
+  ')',
+  '(',
+  '}',
+  '{',
+  'esac',
+  'fi',
+  'done',
+  ';;',
+  '$(( $(rm F) ))',
+  "${x#'}'}",
+  '"`rm F`"',
+  '$(case x in x) rm F;; esac)',
+];
+const REDIRECTIONS = [
+  '',
+  '',
+  '',
+  '',
+  '',
+  '',
+  '',
+  '',
+  '',
+  '',
+  ' >/dev/null',
+  ' >/dev/null',
+  ' 2>&1',
+  ' <F',
+  ' &>/dev/null',
+  ' <<< x',
+  ' 2>/dev/null',
+  ' >|/dev/null',
+];
+const OPERATORS = [' ; ', ' && ', ' || ', ' | ', ' & ', '\n', ';', '|', '&&'];
+const SOUP = [
+  'a',
+  'rm',
+  ' ',
+  ';',
+  '&',
+  '|',
+  '(',
+  ')',
+  '{',
+  '}',
+  '$',
+  '`',
+  '"',
+  "'",
+  '\\',
+  '<',
+  '>',
+  '\n',
+  '#',
+  '=',
+  'if',
+  'then',
+  'fi',
+  'case',
+  'in',
+  'esac',
+  ';;',
+  '$(',
+  '<<',
+  'E',
+  '*',
+  '-c',
+  'sh',
+  '\r',
+  "$'",
+  '[[',
+  ']]',
+  '((',
+  'coproc',
+  'F',
+];
+const CONTROL = ['\r', '\x0b', '\x01', '\x1b', '\x7f'];
+
+/** Random commands built from words, quotes, pipes, lists, subshells, substitutions, redirections, here-documents, wrappers and control characters. */
+export function generateCommands(count: number, seed: number): string[] {
+  const random = new CorpusRandom(seed);
+  const quote = (text: string): string => `'${text.replaceAll("'", "'\\''")}'`;
+  const name = (): string => {
+    const program = random.pick(CORPUS_PROGRAMS);
+    return random.pick([
+      program,
+      program,
+      program,
+      `"${program}"`,
+      `'${program}'`,
+      `\\${program}`,
+      `${program.slice(0, 1)}"${program.slice(1)}"`,
+      `A=1 ${program}`,
+    ]);
+  };
+  const simple = (): string => {
+    let words = name();
+    for (let index = random.below(4); index > 0; index--) words += ` ${random.pick(random.below(6) === 0 ? TRICKY_ARGUMENTS : ARGUMENTS)}`;
+    return words + random.pick(REDIRECTIONS);
+  };
+  const command = (depth: number): string => {
+    if (depth > 3) return simple();
+    const inner = (): string => list(depth + 1);
+    switch (random.below(40)) {
+      case 0:
+        return `( ${inner()} )`;
+      case 1:
+        return `{ ${inner()}; }`;
+      case 2:
+        return `if ${inner()}; then ${inner()}; else ${inner()}; fi`;
+      case 3:
+        return `case x in x) ${inner()};; esac`;
+      case 4:
+        return `for i in a b; do ${inner()}; done`;
+      case 5:
+        return `echo $(${inner()})`;
+      case 6:
+        return `cat <<E\n$(${inner()})\nE\n`;
+      case 7:
+        return `cat <<'E'\n${inner()}\nE\n`;
+      case 8:
+        return `f() { ${inner()}; }; f`;
+      case 9:
+        return `sh -c ${quote(inner())}`;
+      case 10:
+        return `bash -c ${quote(inner())}`;
+      case 11:
+        return `env A=1 ${simple()}`;
+      case 12:
+        return `env ${random.pick(['-S', '-i', '-u x', '--split-string=', '-', '-0'])} ${quote(simple())}`;
+      case 13:
+        return `echo F | xargs ${random.pick(['', '-0', '-n 1', '-I {}', '--replace', '-i', '-r', '--max-args=1', '-e'])} ${simple()}`;
+      case 14:
+        return `nice -n 1 ${simple()}`;
+      case 15:
+        return `timeout ${random.pick(['5', '-s KILL 5', '--foreground 5', '-v 5'])} ${simple()}`;
+      case 16:
+        return `find . -maxdepth 0 -exec ${name()} {} \\;`;
+      case 17:
+        return `[[ x; ${inner()}; ]]`;
+      case 18:
+        return `((${inner()}) )`;
+      case 19:
+        return `! ${inner()}`;
+      case 20:
+        return `echo \`${simple().replaceAll('`', '')}\``;
+      case 21:
+        return `echo "${simple().replaceAll('"', '')}" ${quote(simple())}`;
+      default:
+        return simple();
+    }
+  };
+  const list = (depth: number): string => {
+    let text = command(depth);
+    for (let index = random.below(3); index > 0; index--) text += random.pick(OPERATORS) + command(depth);
+    return text;
+  };
+  const commands: string[] = [];
+  for (let round = 0; round < count; round++) {
+    let text: string;
+    if (random.below(10) === 0) {
+      text = '';
+      for (let index = random.below(25); index > 0; index--) text += random.pick(SOUP);
+    } else text = list(0);
+    if (random.below(12) === 0) {
+      const at = random.below(text.length + 1);
+      text = text.slice(0, at) + random.pick(CONTROL) + text.slice(at);
+    }
+    commands.push(text);
+  }
+  return commands;
+}
