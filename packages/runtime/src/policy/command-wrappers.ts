@@ -13,6 +13,8 @@ export interface ProgramCollector {
   problem(reason: string): void;
   /** analyse a command string this command would run (`sh -c STRING`), read as `dialect` reads it (default: the current one) */
   analyseString(source: string, dialect?: ShellDialect): void;
+  /** the shell reading the command at hand */
+  readonly dialect: ShellDialect;
 }
 
 /**
@@ -152,6 +154,23 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
   source: (words, next, out, name) => out.problem(`${name} runs the script ${display(words[next])}, which cannot be analysed`),
   '.': (words, next, out, name) => out.problem(`${name} runs the script ${display(words[next])}, which cannot be analysed`),
   alias: (_words, _next, out) => out.problem('alias changes what later command names run'),
+  // bash's `local -i x=$y` evaluates the value of y as arithmetic, array subscripts (and their substitutions) included.
+  local: (words, next, out, name) => {
+    if (words.slice(next).some((word) => /^[-+][A-Za-z]*i/.test(word.text))) out.problem(`${name} -i evaluates values as arithmetic, which runs substitutions in bash`);
+    namesOnlyKnownAtRunTime(words, next, out, name);
+  },
+  ...Object.fromEntries(['unset', 'read', 'export', 'readonly', 'getopts', 'wait'].map((builtin) => [builtin, namesOnlyKnownAtRunTime])),
+  printf: (words, next, out, name) => {
+    if (words.slice(next).some((word) => /^-[A-Za-z]*v/.test(word.text))) namesOnlyKnownAtRunTime(words, next, out, name);
+  },
+  ...Object.fromEntries(
+    ['test', '['].map((builtin) => [
+      builtin,
+      (words: readonly ShellWord[], next: number, out: ProgramCollector, name: string) => {
+        if (words.slice(next).some((word) => word.text === '-v' || word.text === '-R')) namesOnlyKnownAtRunTime(words, next, out, name);
+      },
+    ]),
+  ),
   // `hash -p /bin/rm ls` (bash) makes ls run rm.
   hash: (words, next, out, name) => {
     if (words.slice(next).some((word) => /^-[A-Za-z]*p/.test(word.text) || word.dynamic)) out.problem(`${name} -p sets the file a command name runs`);
@@ -162,6 +181,17 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
     if (rest !== undefined && action !== undefined && rest.index + 1 < words.length && action.text !== '-') analyseWord(action, out, 'trap');
   },
 };
+
+/**
+ * bash evaluates an array subscript in a variable name given as data
+ * (`unset "$n"`, `test -v "$n"`, `printf -v "$n"`), substitutions included:
+ * `n='a[$(rm x)]'` runs rm. Under bash, such a name only known at run time is a problem.
+ */
+function namesOnlyKnownAtRunTime(words: readonly ShellWord[], next: number, out: ProgramCollector, name: string): void {
+  if (out.dialect !== 'bash') return;
+  const dynamic = words.slice(next).find((word) => word.dynamic);
+  if (dynamic !== undefined) out.problem(`${name} under bash may evaluate ${display(dynamic)} as a name with an array subscript, substitutions included`);
+}
 
 /** Records the program run by `words[start]` and, for wrappers, the programs it runs. */
 export function resolveCommand(words: readonly ShellWord[], out: ProgramCollector, start = 0): void {

@@ -52,6 +52,10 @@ class Analysis implements ProgramCollector, ShellCommandSink, ShellLexerHooks {
   #depth = 0;
   #dialect: ShellDialect = 'dash';
 
+  get dialect(): ShellDialect {
+    return this.#dialect;
+  }
+
   program(name: string): void {
     this.#programs.add(name);
   }

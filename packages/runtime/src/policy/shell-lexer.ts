@@ -215,7 +215,7 @@ export class ShellLexer {
     if (BRACE_EXPANSION.test(unquoted)) word.pattern = true;
     word.raw = this.source.slice(start, this.#pos);
     // bash evaluates an array subscript in a name given as data (`printf -v`, `test -v`, `unset`), substitutions included.
-    if (this.dialect === 'bash' && /\[[^\]]*[$`]/.test(word.text)) {
+    if (this.dialect === 'bash' && (/\[[^\]]*[$`]/.test(word.text) || /\[[^\]]*[$`]/.test(word.raw))) {
       throw new ShellUnmodelledError(`bash may evaluate ${JSON.stringify(word.raw)} as an array subscript`);
     }
     return word;

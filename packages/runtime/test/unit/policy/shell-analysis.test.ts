@@ -243,11 +243,18 @@ test('each command of issue 22 is not analysable, or lists rm', () => {
 
 test('bash -c is read as bash: the same strict reading, and what bash evaluates as code is refused', () => {
   assert.deepEqual(analyzeCommand({ argv: ['bash', '-c', 'ls && rm x'] }).programs, ['bash', 'ls', 'rm']);
-  for (const command of ['x=1; echo $((x))', 'echo $(( $y + 1 ))', "printf -v 'a[$(rm x)]' 1", 'coproc rm x', '[[ -v a ]]']) {
+  for (const command of ['x=1; echo $((x))', 'echo $(( $y + 1 ))', "printf -v 'a[$(rm x)]' 1", 'coproc rm x', '[[ -v a ]]', 'unset a[$i]']) {
     const analysis = analyzeCommand({ argv: ['bash', '-c', command] });
     assert.equal(analysis.analysable, false, command);
     assert.ok(analysis.reasons.some((reason) => /as bash reads it/.test(reason)), `${command}: ${analysis.reasons.join('; ')}`);
   }
+  // A name only known at run time, given where bash takes a variable name (`y='a['; z='$(rm x)]'; test -v "$y$z"` runs rm).
+  for (const command of ['test -v "$y$z"', '[ -v "$n" ]', 'unset "$n"', 'printf -v "$n" %s 1', 'read "$n"', 'local -i x=1']) {
+    const analysis = analyzeCommand({ argv: ['bash', '-c', command] });
+    assert.equal(analysis.analysable, false, command);
+  }
+  assert.equal(analyzeCommand({ argv: ['bash', '-c', 'printf "%s\\n" "$x"; test -n "$x"; read x'] }).analysable, true);
+  assert.equal(analyzeCommand({ argv: ['sh', '-c', 'test -v "$n"; unset "$n"'] }).analysable, true);
   // dash reads $((x)) as the number in x: no code.
   assert.equal(analyzeCommand({ command: 'x=1; echo $((x))' }).analysable, true);
 });

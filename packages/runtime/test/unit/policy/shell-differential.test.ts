@@ -13,10 +13,11 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, sy
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { analyzeCommand } from '../../../src/policy/shell-analysis.js';
-import { CORPUS_PROGRAMS, generateCommands, ISSUE_22_COMMANDS } from './shell-corpus.js';
+import { CORPUS_PROGRAMS, generateCommands, ISSUE_22_COMMANDS, TRICKY_COMMANDS } from './shell-corpus.js';
 
 const STRACE = '/usr/bin/strace';
 const DASH = ['/usr/bin/dash', '/bin/dash'].find((path) => existsSync(path));
+const TIMEOUT = ['/usr/bin/timeout', '/bin/timeout'].find((path) => existsSync(path));
 const WRAPPERS = ['env', 'xargs', 'nice', 'timeout', 'nohup', 'find', 'setsid', 'stdbuf', 'bash', 'dash'];
 /** Names the analysis must never miss, stubbed as well: bash keywords dash runs as commands, names of the corpus. */
 const STUBS = [...CORPUS_PROGRAMS, 'echo', 'printf', '[[', ']]', 'coproc', 'function', 'select', 'a+=b', 'mapfile', 'let', 'sudo'];
@@ -24,6 +25,7 @@ const STUBS = [...CORPUS_PROGRAMS, 'echo', 'printf', '[[', ']]', 'coproc', 'func
 function skipReason(): string | false {
   if (!existsSync(STRACE)) return 'strace is not installed (scripts/setup.sh installs it)';
   if (DASH === undefined) return 'dash is not installed';
+  if (TIMEOUT === undefined) return 'timeout (coreutils) is not installed';
   const probe = spawnSync(STRACE, ['-qq', '-e', 'trace=execve', '-o', '/dev/null', DASH, '-c', ':'], { encoding: 'utf8' });
   if (probe.status !== 0) return `strace cannot trace here: ${probe.stderr.trim()}`;
   return false;
@@ -54,20 +56,26 @@ function makeSandbox(): { root: string; bin: string; work: string } {
 function tracedPrograms(command: string, sandbox: { root: string; bin: string; work: string }): string[] {
   const trace = join(sandbox.root, 'trace');
   rmSync(trace, { force: true });
-  spawnSync(STRACE, ['-f', '-qq', '-e', 'trace=execve', '-e', 'signal=none', '-o', trace, DASH as string, '-c', command], {
-    cwd: sandbox.work,
-    env: { PATH: sandbox.bin },
-    stdio: 'ignore',
-    timeout: 10_000,
-  });
+  // timeout kills its whole process group: a command that loops, or leaves a child behind, cannot outlive its run.
+  spawnSync(
+    STRACE,
+    ['-f', '-qq', '-e', 'trace=execve', '-e', 'signal=none', '-o', trace, TIMEOUT as string, '-s', 'KILL', '10', DASH as string, '-c', command],
+    {
+      cwd: sandbox.work,
+      env: { PATH: sandbox.bin },
+      stdio: 'ignore',
+      timeout: 30_000,
+    },
+  );
   const lines = existsSync(trace) ? readFileSync(trace, 'utf8').split('\n') : [];
   const programs: string[] = [];
-  let first = true;
+  // The first two are timeout and dash themselves.
+  let skip = 2;
   for (const line of lines) {
     const match = /execve\("((?:[^"\\]|\\.)*)"/.exec(line);
     if (match === null) continue;
-    if (first) {
-      first = false;
+    if (skip > 0) {
+      skip--;
       continue;
     }
     if (/= -1 E/.test(line)) continue;
@@ -79,7 +87,7 @@ function tracedPrograms(command: string, sandbox: { root: string; bin: string; w
 test('what dash runs is among the programs the analysis lists, whenever it calls a command analysable', { skip: skipReason() }, () => {
   const sandbox = makeSandbox();
   try {
-    const corpus = [...ISSUE_22_COMMANDS, ...generateCommands(400, 22)];
+    const corpus = [...ISSUE_22_COMMANDS, ...TRICKY_COMMANDS, ...generateCommands(400, 22)];
     const missed: string[] = [];
     let analysable = 0;
     let ran = 0;
