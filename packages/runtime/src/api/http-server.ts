@@ -39,6 +39,9 @@ import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
 import type { AirlockMetrics } from '../telemetry/airlock-metrics.js';
 import type { JsonLog } from '../telemetry/json-log.js';
 import { installRequestLog, rememberFailure, requestIdOf } from './request-log.js';
+import { registerE2bApi } from './e2b/e2b-api.js';
+import { e2bErrorBody, isE2bUrl } from './e2b/e2b-sandboxes.js';
+import { e2bTemplateLookup, registerTemplateRoutes } from './e2b/e2b-templates.js';
 
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -84,6 +87,8 @@ export interface HttpServerOptions {
   allowedOrigins?: readonly string[];
   /** further names of the server for the Host header (`--allowed-host`) */
   allowedHosts?: readonly string[];
+  /** the data dir, where the E2B API's templates are kept (absent: the E2B API is not served) */
+  e2bDataDir?: string;
 }
 
 /** Refuses a caller whose role lacks the route's permission (403) or who names another tenant's ids (404). */
@@ -246,7 +251,10 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
           error instanceof AirlockError
             ? error
             : new AirlockError('INTERNAL', "could not check the caller's token: the store did not answer; retry shortly", { cause: error });
-        return reply.status(refused.status).header('connection', 'close').send(errorBody(refused));
+        return reply
+          .status(refused.status)
+          .header('connection', 'close')
+          .send(isE2bUrl(request.url) ? e2bErrorBody(refused.status, `${refused.code}: ${refused.message}`) : errorBody(refused));
       }
     }
     const declared = Number(request.headers['content-length'] ?? 0);
@@ -298,5 +306,9 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   registerLoginRoutes(app, options.authentication);
   registerEventRoutes(app, services, options.activity);
   registerNodeRoutes(app, services);
+  if (options.e2bDataDir !== undefined) {
+    registerTemplateRoutes(app, services, options.e2bDataDir);
+    registerE2bApi(app, services, e2bTemplateLookup(options.e2bDataDir));
+  }
   return app;
 }
