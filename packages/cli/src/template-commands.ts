@@ -13,7 +13,9 @@ interface TemplateInfo {
 
 /** Registers `templates`. */
 export function registerTemplateCommands(program: Command): void {
-  const templates = program.command('templates').description("E2B templates: the names E2B code creates sandboxes from ('base' is the default image and contract)");
+  const templates = program
+    .command('templates')
+    .description("E2B templates: the names E2B code creates sandboxes from ('base' is the default image and contract)");
   templates
     .command('set <name>')
     .description('name an image, optionally with a contract, as an E2B template (admin)')

@@ -114,7 +114,10 @@ describe('the E2B-compatible API, with the real e2b client', () => {
     assert.equal(mine[0]?.metadata['run'], '1');
     assert.deepEqual(await Sandbox.list({ apiKey: acmeKey, ...connection, query: { metadata: { suite: 'other' } } }).nextItems(), []);
     assert.deepEqual(await Sandbox.list({ apiKey: betaKey, ...connection }).nextItems(), []);
-    await assert.rejects(Sandbox.getInfo(sandbox.sandboxId, { apiKey: betaKey, ...connection }), (error: unknown) => error instanceof SandboxNotFoundError || error instanceof NotFoundError);
+    await assert.rejects(
+      Sandbox.getInfo(sandbox.sandboxId, { apiKey: betaKey, ...connection }),
+      (error: unknown) => error instanceof SandboxNotFoundError || error instanceof NotFoundError,
+    );
     await assert.rejects(Sandbox.connect(sandbox.sandboxId, { apiKey: betaKey, ...connection }));
     // The guarded template's contract is of tenant acme: a beta key cannot make its sandboxes.
     await assert.rejects(Sandbox.create('guarded', { apiKey: betaKey, ...connection }));

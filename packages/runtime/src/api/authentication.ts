@@ -119,7 +119,10 @@ export class Authentication {
       throw new AirlockError('LOGIN_EXPIRED', 'your console login expired or was ended; log in again with the API token', { details: { relogin: '/login' } });
     }
     if (!SAFE_METHODS.has(request.method.toUpperCase()) && !csrfMatches(request.headers[CSRF_HEADER], login)) {
-      throw new AirlockError('CSRF_REJECTED', `a ${request.method} with the console's login cookie must carry the ${CSRF_HEADER} header of that login; reload the console, or call the API with a bearer token`);
+      throw new AirlockError(
+        'CSRF_REJECTED',
+        `a ${request.method} with the console's login cookie must carry the ${CSRF_HEADER} header of that login; reload the console, or call the API with a bearer token`,
+      );
     }
     return { kind: 'console', ...login.grant };
   }

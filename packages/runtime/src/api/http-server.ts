@@ -198,7 +198,12 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   // No route matched: nothing runs but this. Outside the API paths (in any letter case), a GET is
   // the web console's (a file, or index.html for a client route); the console's files are public.
   app.setNotFoundHandler((request, reply) => {
-    if (!isApiPath(request.url.split('?')[0] ?? '') && (request.method === 'GET' || request.method === 'HEAD') && sendConsoleAsset(options.console, request, reply)) return;
+    if (
+      !isApiPath(request.url.split('?')[0] ?? '') &&
+      (request.method === 'GET' || request.method === 'HEAD') &&
+      sendConsoleAsset(options.console, request, reply)
+    )
+      return;
     void reply.status(404).send(errorBody(new AirlockError('NOT_FOUND', `no route ${request.method} ${request.url}; see /openapi.json`)));
   });
   app.removeContentTypeParser('application/json');

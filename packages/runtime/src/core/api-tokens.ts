@@ -78,7 +78,8 @@ export class ApiTokens {
     }
     const id = newId('tok');
     // An E2B key is the same token (role, tenant, revocation, audit name) in the form E2B's clients send.
-    const secret = input.e2b === true ? `${E2B_KEY_PREFIX}${randomBytes(20).toString('hex')}` : `${TOKEN_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const secret =
+      input.e2b === true ? `${E2B_KEY_PREFIX}${randomBytes(20).toString('hex')}` : `${TOKEN_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
     const record: ApiTokenRecord = {
       id,
       tenant: input.tenant,

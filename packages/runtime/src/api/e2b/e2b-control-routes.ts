@@ -136,8 +136,10 @@ export function registerE2bControlRoutes(app: FastifyInstance, services: Airlock
     if (!template) throw e2bError(404, `template ${body.templateID} not found: define it with \`airlock templates set ${body.templateID} --image IMAGE\``);
     const own = identity.tenant === EVERY_TENANT ? {} : { tenant: identity.tenant };
     const contract = services.parseContract(template.contract ?? services.defaultContract(), own);
-    if (identity.tenant !== EVERY_TENANT && contract.identity.tenant !== identity.tenant) throw e2bError(403, `template ${body.templateID}'s contract is of another tenant`);
-    if (!(await services.tenants.imageGiven(contract.identity.tenant, template.image))) throw e2bError(404, `template ${body.templateID}'s image ${template.image} is not available to this tenant`);
+    if (identity.tenant !== EVERY_TENANT && contract.identity.tenant !== identity.tenant)
+      throw e2bError(403, `template ${body.templateID}'s contract is of another tenant`);
+    if (!(await services.tenants.imageGiven(contract.identity.tenant, template.image)))
+      throw e2bError(404, `template ${body.templateID}'s image ${template.image} is not available to this tenant`);
     const release = await services.admission.reserveSessions(contract.identity.tenant, 1);
     let session: SessionRecord;
     try {
@@ -164,7 +166,8 @@ export function registerE2bControlRoutes(app: FastifyInstance, services: Airlock
     const identity = identityOf(request);
     const wanted = parseMetadataFilter(request.query['metadata']);
     const states = (request.query['state'] ?? '').split(',').filter((state) => state !== '');
-    for (const state of states) if (state !== 'running' && state !== 'paused') throw e2bError(400, `state must be running or paused (got ${JSON.stringify(state)})`);
+    for (const state of states)
+      if (state !== 'running' && state !== 'paused') throw e2bError(400, `state must be running or paused (got ${JSON.stringify(state)})`);
     const limit = request.query['limit'] === undefined ? 100 : Number(request.query['limit']);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw e2bError(400, 'limit must be a whole number from 1 to 1000');
     const after = request.query['nextToken'] ?? '';
@@ -182,20 +185,28 @@ export function registerE2bControlRoutes(app: FastifyInstance, services: Airlock
     if (paged && last && all.indexOf(last) < all.length - 1) void reply.header('x-next-token', last.id);
     return page.map((session) => sandboxBody(session, sandboxes.get(session.id)));
   };
-  app.get<{ Querystring: Record<string, string | undefined> }>(`${E2B_PREFIX}/sandboxes`, { config: { access: needs('session.read') } }, (request, reply) => list(request, reply, false));
-  app.get<{ Querystring: Record<string, string | undefined> }>(`${E2B_PREFIX}/v2/sandboxes`, { config: { access: needs('session.read') } }, (request, reply) => list(request, reply, true));
+  app.get<{ Querystring: Record<string, string | undefined> }>(`${E2B_PREFIX}/sandboxes`, { config: { access: needs('session.read') } }, (request, reply) =>
+    list(request, reply, false),
+  );
+  app.get<{ Querystring: Record<string, string | undefined> }>(`${E2B_PREFIX}/v2/sandboxes`, { config: { access: needs('session.read') } }, (request, reply) =>
+    list(request, reply, true),
+  );
 
   app.get<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/sandboxes/:sandboxID`, { config: { access: needs('session.info') } }, async (request) => {
     const session = await ownSandbox(services, identityOf(request), request.params.sandboxID);
     return sandboxBody(session, sandboxes.get(session.id));
   });
 
-  app.delete<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/sandboxes/:sandboxID`, { config: { access: needs('session.manage') } }, async (request, reply) => {
-    const session = await ownSandbox(services, identityOf(request), request.params.sandboxID);
-    await services.sessions.terminate(session.id);
-    sandboxes.forget(session.id);
-    return reply.status(204).send();
-  });
+  app.delete<{ Params: { sandboxID: string } }>(
+    `${E2B_PREFIX}/sandboxes/:sandboxID`,
+    { config: { access: needs('session.manage') } },
+    async (request, reply) => {
+      const session = await ownSandbox(services, identityOf(request), request.params.sandboxID);
+      await services.sessions.terminate(session.id);
+      sandboxes.forget(session.id);
+      return reply.status(204).send();
+    },
+  );
 
   const setTimeoutRoute = async (request: FastifyRequest<{ Params: { sandboxID: string } }>, reply: FastifyReply) => {
     const body = parseE2b(timeoutBody, request.body ?? {});
@@ -208,20 +219,28 @@ export function registerE2bControlRoutes(app: FastifyInstance, services: Airlock
     return reply.status(204).send();
   };
   app.post<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/sandboxes/:sandboxID/timeout`, { config: { access: needs('session.manage') } }, setTimeoutRoute);
-  app.post<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/sandboxes/:sandboxID/refreshes`, { config: { access: needs('session.manage') } }, async (request, reply) => {
-    const session = await ownSandbox(services, identityOf(request), request.params.sandboxID);
-    const duration = (request.body as { duration?: unknown } | undefined)?.duration;
-    sandboxes.extend(session.id, typeof duration === 'number' && duration > 0 ? Math.min(duration, 3600) : DEFAULT_TIMEOUT_SECONDS);
-    return reply.status(204).send();
-  });
+  app.post<{ Params: { sandboxID: string } }>(
+    `${E2B_PREFIX}/sandboxes/:sandboxID/refreshes`,
+    { config: { access: needs('session.manage') } },
+    async (request, reply) => {
+      const session = await ownSandbox(services, identityOf(request), request.params.sandboxID);
+      const duration = (request.body as { duration?: unknown } | undefined)?.duration;
+      sandboxes.extend(session.id, typeof duration === 'number' && duration > 0 ? Math.min(duration, 3600) : DEFAULT_TIMEOUT_SECONDS);
+      return reply.status(204).send();
+    },
+  );
 
-  app.post<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/sandboxes/:sandboxID/pause`, { config: { access: needs('session.manage') } }, async (request, reply) => {
-    const session = await ownSandbox(services, identityOf(request), request.params.sandboxID);
-    if (e2bState(session.state) === 'paused') throw e2bError(409, `sandbox ${session.id} is already paused`);
-    // E2B's pause keeps memory and processes: Airlock's suspend.
-    await services.sessions.suspend(session.id);
-    return reply.status(204).send();
-  });
+  app.post<{ Params: { sandboxID: string } }>(
+    `${E2B_PREFIX}/sandboxes/:sandboxID/pause`,
+    { config: { access: needs('session.manage') } },
+    async (request, reply) => {
+      const session = await ownSandbox(services, identityOf(request), request.params.sandboxID);
+      if (e2bState(session.state) === 'paused') throw e2bError(409, `sandbox ${session.id} is already paused`);
+      // E2B's pause keeps memory and processes: Airlock's suspend.
+      await services.sessions.suspend(session.id);
+      return reply.status(204).send();
+    },
+  );
 
   const resume = async (request: FastifyRequest<{ Params: { sandboxID: string } }>, reply: FastifyReply, connect: boolean) => {
     const body = parseE2b(connectBody, request.body ?? {});
@@ -232,9 +251,17 @@ export function registerE2bControlRoutes(app: FastifyInstance, services: Airlock
     if (body.timeout !== undefined) sandboxes.extend(session.id, body.timeout);
     return reply.status(wasPaused ? 201 : 200).send(createdBody(session, request, sandboxes.get(session.id)?.templateId ?? 'base'));
   };
-  app.post<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/sandboxes/:sandboxID/resume`, { config: { access: needs('session.manage') } }, (request, reply) => resume(request, reply, false));
-  app.post<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/sandboxes/:sandboxID/connect`, { config: { access: needs('session.manage') } }, (request, reply) => resume(request, reply, true));
-  app.post<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/v2/sandboxes/:sandboxID/connect`, { config: { access: needs('session.manage') } }, (request, reply) => resume(request, reply, true));
+  app.post<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/sandboxes/:sandboxID/resume`, { config: { access: needs('session.manage') } }, (request, reply) =>
+    resume(request, reply, false),
+  );
+  app.post<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/sandboxes/:sandboxID/connect`, { config: { access: needs('session.manage') } }, (request, reply) =>
+    resume(request, reply, true),
+  );
+  app.post<{ Params: { sandboxID: string } }>(
+    `${E2B_PREFIX}/v2/sandboxes/:sandboxID/connect`,
+    { config: { access: needs('session.manage') } },
+    (request, reply) => resume(request, reply, true),
+  );
 
   app.get<{ Params: { sandboxID: string } }>(`${E2B_PREFIX}/sandboxes/:sandboxID/metrics`, { config: { access: needs('session.info') } }, async (request) => {
     await ownSandbox(services, identityOf(request), request.params.sandboxID);

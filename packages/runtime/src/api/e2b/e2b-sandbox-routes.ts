@@ -20,7 +20,7 @@ import { EVERY_TENANT } from '../../core/tenancy.js';
 import type { ToolCallOutcome } from '../../core/tool-pipeline.js';
 import { Process, Signal, type ProcessConfig, type StartResponseSchema } from './generated/process/process_pb.js';
 import { Filesystem, FileType, type EntryInfoSchema } from './generated/filesystem/filesystem_pb.js';
-import { E2B_PREFIX, ENVD_VERSION } from './e2b-sandboxes.js';
+import { E2B_PREFIX } from './e2b-sandboxes.js';
 import type { E2bSandboxes } from './e2b-control-routes.js';
 
 /** Where relative paths of the SDK land (E2B's user home is /home/user; Airlock's working directory is /workspace). */
@@ -82,7 +82,9 @@ class E2bProcesses {
   }
 
   find(sandboxId: string, selector: { case: 'pid'; value: number } | { case: 'tag'; value: string } | { case: undefined; value?: undefined }): RunningProcess {
-    const found = this.list(sandboxId).find((process) => (selector.case === 'pid' ? process.pid === selector.value : selector.case === 'tag' && process.tag === selector.value));
+    const found = this.list(sandboxId).find((process) =>
+      selector.case === 'pid' ? process.pid === selector.value : selector.case === 'tag' && process.tag === selector.value,
+    );
     if (!found) throw new ConnectError(`process ${String(selector.value)} not found`, Code.NotFound);
     return found;
   }
@@ -161,7 +163,10 @@ function connectErrorOf(error: unknown): ConnectError {
 function completed(outcome: ToolCallOutcome): Record<string, unknown> {
   if (outcome.status === 'completed') return outcome.result;
   if (outcome.status === 'pending-approval') {
-    throw new ConnectError(`held for approval ${outcome.approvalId}: approve it with \`airlock approvals approve ${outcome.approvalId}\`, then retry`, Code.PermissionDenied);
+    throw new ConnectError(
+      `held for approval ${outcome.approvalId}: approve it with \`airlock approvals approve ${outcome.approvalId}\`, then retry`,
+      Code.PermissionDenied,
+    );
   }
   const status = outcome.error.code === 'FILE_NOT_FOUND' ? Code.NotFound : outcome.error.code === 'FILE_EXISTS' ? Code.AlreadyExists : Code.PermissionDenied;
   throw new ConnectError(`${outcome.error.code}: ${outcome.error.message}`, status);
@@ -220,7 +225,9 @@ export function registerE2bSandboxRoutes(app: FastifyInstance, services: Airlock
       const say = (event: StartEvent) => processes.emit(process, event);
       const stderr = (text: string) => say({ event: { event: { case: 'data', value: { output: { case: 'stderr', value: Buffer.from(text) } } } } });
       const end = (exitCode: number, error?: string) =>
-        say({ event: { event: { case: 'end', value: { exitCode, exited: true, status: `exit status ${exitCode}`, ...(error === undefined ? {} : { error }) } } } });
+        say({
+          event: { event: { case: 'end', value: { exitCode, exited: true, status: `exit status ${exitCode}`, ...(error === undefined ? {} : { error }) } } },
+        });
       say({ event: { event: { case: 'start', value: { pid: process.pid } } } });
       const run = async () => {
         try {
@@ -271,7 +278,11 @@ export function registerE2bSandboxRoutes(app: FastifyInstance, services: Airlock
     },
     async list(_request, context) {
       const { sandboxId } = callerOf(context);
-      return { processes: processes.list(sandboxId).map((process) => ({ pid: process.pid, config: process.config, ...(process.tag === undefined ? {} : { tag: process.tag }) })) };
+      return {
+        processes: processes
+          .list(sandboxId)
+          .map((process) => ({ pid: process.pid, config: process.config, ...(process.tag === undefined ? {} : { tag: process.tag }) })),
+      };
     },
     async sendSignal(request, context) {
       const { sandboxId } = callerOf(context);
@@ -375,7 +386,8 @@ export function registerE2bSandboxRoutes(app: FastifyInstance, services: Airlock
     const identity = identityOf(request);
     const header = request.headers['e2b-sandbox-id'];
     const sandboxId = typeof header === 'string' ? header : '';
-    if (sandboxId === '') throw new AirlockError('INVALID_REQUEST', 'the E2b-Sandbox-Id header is required: set E2B_SANDBOX_URL to this server and use the e2b SDK');
+    if (sandboxId === '')
+      throw new AirlockError('INVALID_REQUEST', 'the E2b-Sandbox-Id header is required: set E2B_SANDBOX_URL to this server and use the e2b SDK');
     const session = await services.store.getSession(sandboxId);
     if (!session || (identity.tenant !== EVERY_TENANT && session.tenant !== identity.tenant) || session.state === 'terminated') {
       throw new AirlockError('SESSION_NOT_FOUND', `sandbox ${sandboxId} not found`);
@@ -404,7 +416,10 @@ export function registerE2bSandboxRoutes(app: FastifyInstance, services: Airlock
       const outcome = await submit(sandboxId, 'files.read', { path, encoding: 'base64', maxBytes: 64 * 1024 * 1024 });
       if (outcome.status !== 'completed') return refuseFile(reply, outcome);
       const content = Buffer.from(String(outcome.result['content'] ?? ''), 'base64');
-      return reply.type('application/octet-stream').header('content-disposition', `attachment; filename=${JSON.stringify(posix.basename(path))}`).send(content);
+      return reply
+        .type('application/octet-stream')
+        .header('content-disposition', `attachment; filename=${JSON.stringify(posix.basename(path))}`)
+        .send(content);
     });
     scope.post<{ Querystring: { path?: string } }>(`${E2B_PREFIX}/files`, { config: { access: needs('tool.call') } }, async (request, reply) => {
       const { sandboxId } = await sandboxOf(request);
@@ -432,7 +447,6 @@ export function registerE2bSandboxRoutes(app: FastifyInstance, services: Airlock
       return written;
     });
     scope.get(`${E2B_PREFIX}/health`, { config: { access: PUBLIC_ROUTE } }, async (_request, reply) => reply.status(204).send());
-    scope.get(`${E2B_PREFIX}/envd/version`, { config: { access: PUBLIC_ROUTE } }, async () => ({ version: ENVD_VERSION }));
   });
 }
 
@@ -440,7 +454,8 @@ function createContextValuesWith(caller: CallContext) {
   // connect-node always gives context values; this is the fallback of its type.
   const values = new Map<symbol, unknown>();
   return {
-    get: <T>(key: { id: symbol; defaultValue: T }) => (values.has(key.id) ? (values.get(key.id) as T) : key.id === CALLER.id ? (caller as T) : key.defaultValue),
+    get: <T>(key: { id: symbol; defaultValue: T }) =>
+      values.has(key.id) ? (values.get(key.id) as T) : key.id === CALLER.id ? (caller as T) : key.defaultValue,
     set: <T>(key: { id: symbol }, value: T) => {
       values.set(key.id, value);
       return undefined as never;
@@ -454,10 +469,13 @@ function createContextValuesWith(caller: CallContext) {
 
 function refuseFile(reply: import('fastify').FastifyReply, outcome: ToolCallOutcome) {
   if (outcome.status === 'pending-approval') {
-    return reply.status(403).send({ code: 403, message: `held for approval ${outcome.approvalId}: approve it with \`airlock approvals approve ${outcome.approvalId}\`, then retry` });
+    return reply
+      .status(403)
+      .send({ code: 403, message: `held for approval ${outcome.approvalId}: approve it with \`airlock approvals approve ${outcome.approvalId}\`, then retry` });
   }
   if (outcome.status === 'refused') {
-    const status = outcome.error.code === 'FILE_NOT_FOUND' ? 404 : outcome.error.code === 'IS_A_DIRECTORY' || outcome.error.code === 'NOT_A_DIRECTORY' ? 400 : 403;
+    const status =
+      outcome.error.code === 'FILE_NOT_FOUND' ? 404 : outcome.error.code === 'IS_A_DIRECTORY' || outcome.error.code === 'NOT_A_DIRECTORY' ? 400 : 403;
     return reply.status(status).send({ code: status, message: `${outcome.error.code}: ${outcome.error.message}` });
   }
   return reply.status(500).send({ code: 500, message: 'unexpected outcome' });

@@ -49,7 +49,11 @@ export function registerTemplateRoutes(app: FastifyInstance, services: AirlockSe
   app.put<{ Params: { name: string } }>('/v1/e2b/templates/:name', { config: { access: needs('tenant.manage') } }, async (request) => {
     const name = request.params.name;
     if (!TEMPLATE_NAME_PATTERN.test(name)) {
-      throw new AirlockError('INVALID_ARGUMENTS', `template name ${JSON.stringify(name)} is not valid: use 1-64 lower-case letters, digits or . _ - (starting with a letter or digit)`, { details: { field: 'name' } });
+      throw new AirlockError(
+        'INVALID_ARGUMENTS',
+        `template name ${JSON.stringify(name)} is not valid: use 1-64 lower-case letters, digits or . _ - (starting with a letter or digit)`,
+        { details: { field: 'name' } },
+      );
     }
     const body = parseBody(setBody, request.body ?? {});
     // Refused here rather than at the first create: the contract must be valid and the image known.
@@ -63,7 +67,9 @@ export function registerTemplateRoutes(app: FastifyInstance, services: AirlockSe
   app.delete<{ Params: { name: string } }>('/v1/e2b/templates/:name', { config: { access: needs('tenant.manage') } }, async (request) => {
     const templates = read(dataDir);
     if (!(request.params.name in templates)) {
-      throw new AirlockError('NOT_FOUND', `no template ${request.params.name}; list them with \`airlock templates ls\``, { details: { name: request.params.name } });
+      throw new AirlockError('NOT_FOUND', `no template ${request.params.name}; list them with \`airlock templates ls\``, {
+        details: { name: request.params.name },
+      });
     }
     delete templates[request.params.name];
     write(dataDir, templates);

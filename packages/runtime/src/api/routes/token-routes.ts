@@ -29,7 +29,12 @@ export function registerTokenRoutes(app: FastifyInstance, services: AirlockServi
   app.post('/v1/tokens', { config: { access: needs('token.manage') } }, async (request, reply) => {
     const body = parseBody(createBody, request.body ?? {});
     const { token, secret } = await services.tokens.create(
-      { tenant: body.tenant, ...(body.role === undefined ? {} : { role: body.role }), ...(body.name === undefined ? {} : { name: body.name }), ...(body.e2b === true ? { e2b: true } : {}) },
+      {
+        tenant: body.tenant,
+        ...(body.role === undefined ? {} : { role: body.role }),
+        ...(body.name === undefined ? {} : { name: body.name }),
+        ...(body.e2b === true ? { e2b: true } : {}),
+      },
       approverName(identityOf(request)),
     );
     return reply
