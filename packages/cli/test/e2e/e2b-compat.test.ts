@@ -65,6 +65,9 @@ describe('the E2B-compatible API, with the real e2b client', () => {
     assert.ok(handle.pid > 0);
     const listed = await sandbox.commands.list();
     assert.ok(listed.some((process) => process.pid === handle.pid));
+    // Another client connects to the running command by its pid.
+    const again = await sandbox.commands.connect(handle.pid);
+    assert.equal(again.pid, handle.pid);
     assert.equal(await sandbox.commands.kill(handle.pid), true);
     await assert.rejects(handle.wait());
   });
@@ -76,9 +79,30 @@ describe('the E2B-compatible API, with the real e2b client', () => {
     const listed = await sandbox.files.list('notes');
     assert.deepEqual(listed.map((entry) => `${entry.name}:${entry.type}`).sort(), ['a.txt:file', 'sub:dir']);
     assert.equal(await sandbox.files.exists('/workspace/notes/a.txt'), true);
-    assert.equal((await sandbox.commands.run('cat /workspace/notes/a.txt')).stdout, 'first file');
-    await sandbox.files.remove('notes/a.txt');
-    assert.equal(await sandbox.files.exists('notes/a.txt'), false);
+    assert.equal((await sandbox.commands.run('cat notes/a.txt', { cwd: '/workspace' })).stdout, 'first file');
+    await sandbox.files.write([
+      { path: 'notes/sub/b.txt', data: 'b' },
+      { path: 'notes/sub/c.txt', data: new Uint8Array([0, 1, 2, 255]).buffer },
+    ]);
+    assert.deepEqual([...(await sandbox.files.read('notes/sub/c.txt', { format: 'bytes' }))], [0, 1, 2, 255]);
+    const deep = await sandbox.files.list('notes', { depth: 2 });
+    assert.deepEqual(deep.map((entry) => entry.path).sort(), [
+      '/workspace/notes/a.txt',
+      '/workspace/notes/sub',
+      '/workspace/notes/sub/b.txt',
+      '/workspace/notes/sub/c.txt',
+    ]);
+    const info = await sandbox.files.getInfo('notes/a.txt');
+    assert.equal(info.size, 'first file'.length);
+    assert.equal(info.type, 'file');
+    await sandbox.files.rename('notes/a.txt', 'notes/renamed.txt');
+    assert.equal(await sandbox.files.read('notes/renamed.txt'), 'first file');
+    await sandbox.files.remove('notes/renamed.txt');
+    assert.equal(await sandbox.files.exists('notes/renamed.txt'), false);
+    await assert.rejects(
+      sandbox.files.read('notes/missing.txt'),
+      (error: unknown) => error instanceof NotFoundError || /not found|FILE_NOT_FOUND/i.test(String(error)),
+    );
   });
 
   it("ends a command the policy denies as the SDK expects: exit 126, the policy's reason on stderr, nothing run", async () => {
