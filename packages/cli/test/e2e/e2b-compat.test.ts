@@ -148,12 +148,16 @@ describe('the E2B-compatible API, with the real e2b client', () => {
     await assert.rejects(Sandbox.create('no-such-template', { apiKey: acmeKey, ...connection }), /not found/);
   });
 
-  it('pauses (Airlock suspend) and resumes on connect, with its files', async () => {
+  it('pauses (Airlock suspend) and resumes on connect, with its files and the processes running in the machine', async () => {
+    // A process left running in the machine is kept with its memory.
+    await sandbox.commands.run('nohup sleep 7777 >/dev/null 2>&1 &');
     assert.equal(await sandbox.pause(), true);
     assert.equal((await Sandbox.getInfo(sandbox.sandboxId, { apiKey: acmeKey, ...connection })).state, 'paused');
     const resumed = await Sandbox.connect(sandbox.sandboxId, { apiKey: acmeKey, ...connection });
     assert.equal((await Sandbox.getInfo(sandbox.sandboxId, { apiKey: acmeKey, ...connection })).state, 'running');
     assert.equal((await resumed.commands.run('cat /workspace/keep')).stdout, 'precious');
+    const processes = (await resumed.commands.run('ps -eo args')).stdout;
+    assert.match(processes, /sleep 7777/);
   });
 
   it('records every call in the session audit, and kill ends the sandbox', async () => {

@@ -139,12 +139,22 @@ const CALL_ROUTES = new Set([
   '/v1/sessions/:id/exec',
   '/v1/sessions/:id/desktop/screenshot',
   '/v1/sessions/:id/desktop/actions',
+  // The E2B API's commands and file operations (the sandbox is named in the E2b-Sandbox-Id header).
+  '/e2b/process.Process/Start',
+  '/e2b/filesystem.Filesystem/Stat',
+  '/e2b/filesystem.Filesystem/MakeDir',
+  '/e2b/filesystem.Filesystem/Move',
+  '/e2b/filesystem.Filesystem/ListDir',
+  '/e2b/filesystem.Filesystem/Remove',
+  '/e2b/files',
 ]);
 
 /** Refuses a call over its tenant's maxConcurrentCalls (429), before its body is read. */
 async function takeCallSlot(request: FastifyRequest, reply: FastifyReply, services: AirlockServices, scope: TenantScope): Promise<void> {
-  if (request.method !== 'POST' || !CALL_ROUTES.has(request.routeOptions.url ?? '')) return;
-  const sessionId = (request.params as { id?: string }).id;
+  const route = request.routeOptions.url ?? '';
+  if ((request.method !== 'POST' && route !== '/e2b/files') || !CALL_ROUTES.has(route)) return;
+  const header = request.headers['e2b-sandbox-id'];
+  const sessionId = route.startsWith('/e2b/') ? (typeof header === 'string' ? header : undefined) : (request.params as { id?: string }).id;
   const tenant = sessionId === undefined ? undefined : await scope.tenantOf(sessionId);
   // No such session: the route answers 404 and holds nothing.
   if (tenant === undefined) return;

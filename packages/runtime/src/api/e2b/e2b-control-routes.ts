@@ -38,6 +38,8 @@ const DEFAULT_TIMEOUT_SECONDS = 300;
 export class E2bSandboxes {
   private readonly info = new Map<string, E2bSandboxInfo>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Ends the commands still streaming through the E2B API on a sandbox (set by the sandbox plane). */
+  stopCommands: (sandboxId: string) => Promise<void> = async () => undefined;
 
   constructor(private readonly services: AirlockServices) {}
 
@@ -77,7 +79,10 @@ export class E2bSandboxes {
     const timer = setTimeout(
       () => {
         this.timers.delete(id);
-        const ending = info.autoPause ? this.services.sessions.suspend(id) : this.services.sessions.terminate(id).then(() => this.forget(id));
+        const ending = this.stopCommands(id).then(async () => {
+          if (info.autoPause) await this.services.sessions.suspend(id);
+          else await this.services.sessions.terminate(id).then(() => this.forget(id));
+        });
         ending.catch(() => undefined);
       },
       Math.max(0, info.endAt.getTime() - Date.now()),

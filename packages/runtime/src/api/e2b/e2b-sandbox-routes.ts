@@ -50,6 +50,9 @@ interface RunningProcess {
   events: StartEvent[];
   listeners: Set<(event: StartEvent | undefined) => void>;
   ended: boolean;
+  /** settles once its call has returned */
+  finished: Promise<void>;
+  markFinished: () => void;
 }
 
 /** The processes started through the E2B API, per sandbox. */
@@ -58,7 +61,18 @@ class E2bProcesses {
   private readonly bySandbox = new Map<string, Map<number, RunningProcess>>();
 
   add(sandboxId: string, config: ProcessConfig, tag: string | undefined): RunningProcess {
-    const process: RunningProcess = { pid: this.nextPid++, config, abort: new AbortController(), events: [], listeners: new Set(), ended: false };
+    let markFinished = () => undefined as void;
+    const finished = new Promise<void>((resolve) => (markFinished = resolve));
+    const process: RunningProcess = {
+      pid: this.nextPid++,
+      config,
+      abort: new AbortController(),
+      events: [],
+      listeners: new Set(),
+      ended: false,
+      finished,
+      markFinished,
+    };
     if (tag !== undefined) process.tag = tag;
     let processes = this.bySandbox.get(sandboxId);
     if (!processes) this.bySandbox.set(sandboxId, (processes = new Map()));
@@ -73,6 +87,7 @@ class E2bProcesses {
 
   end(sandboxId: string, process: RunningProcess): void {
     process.ended = true;
+    process.markFinished();
     for (const listener of process.listeners) listener(undefined);
     this.bySandbox.get(sandboxId)?.delete(process.pid);
   }
@@ -208,6 +223,12 @@ function permissionString(type: FileType, mode: number): string {
 /** Registers the sandbox plane's routes. */
 export function registerE2bSandboxRoutes(app: FastifyInstance, services: AirlockServices, sandboxes: E2bSandboxes): void {
   const processes = new E2bProcesses();
+  sandboxes.stopCommands = async (sandboxId) => {
+    const running = processes.list(sandboxId);
+    for (const process of running) process.abort.abort();
+    // Each ends once its call has let go of the machine (bounded: a stuck one does not hold the pause).
+    await Promise.race([Promise.all(running.map((process) => process.finished)), new Promise((resolve) => setTimeout(resolve, 15_000).unref())]);
+  };
   const submit = (sandboxId: string, tool: string, args: Record<string, unknown>, options: Parameters<AirlockServices['pipeline']['submit']>[3] = {}) =>
     services.pipeline.submit(sandboxId, tool, args, options);
 
