@@ -72,6 +72,15 @@ describe('the E2B-compatible API, with the real e2b client', () => {
     await assert.rejects(handle.wait());
   });
 
+  it('gives a command started with stdin its input once stdin is closed', async () => {
+    const handle = await sandbox.commands.run('tr a-z A-Z', { background: true, stdin: true });
+    await sandbox.commands.sendStdin(handle.pid, 'hello ');
+    await sandbox.commands.sendStdin(handle.pid, 'stdin\n');
+    await sandbox.commands.closeStdin(handle.pid);
+    const done = await handle.wait();
+    assert.equal(done.stdout, 'HELLO STDIN\n');
+  });
+
   it('writes, reads, lists, makes and removes files', async () => {
     await sandbox.files.write('notes/a.txt', 'first file');
     assert.equal(await sandbox.files.read('notes/a.txt'), 'first file');

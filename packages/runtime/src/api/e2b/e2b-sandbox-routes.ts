@@ -53,7 +53,17 @@ interface RunningProcess {
   /** settles once its call has returned */
   finished: Promise<void>;
   markFinished: () => void;
+  /** input sent before its stdin was closed (a process started with stdin runs once it is) */
+  stdin: Buffer[];
+  stdinBytes: number;
+  closeStdin: () => void;
+  stdinClosed: Promise<void>;
+  /** true while a process started with stdin waits for it to be closed */
+  waitingForStdin: boolean;
 }
+
+/** Most input a process started with stdin may collect before it runs. */
+const MAX_STDIN_BYTES = 16 * 1024 * 1024;
 
 /** The processes started through the E2B API, per sandbox. */
 class E2bProcesses {
@@ -63,6 +73,8 @@ class E2bProcesses {
   add(sandboxId: string, config: ProcessConfig, tag: string | undefined): RunningProcess {
     let markFinished = () => undefined as void;
     const finished = new Promise<void>((resolve) => (markFinished = resolve));
+    let closeStdin = () => undefined as void;
+    const stdinClosed = new Promise<void>((resolve) => (closeStdin = resolve));
     const process: RunningProcess = {
       pid: this.nextPid++,
       config,
@@ -72,6 +84,11 @@ class E2bProcesses {
       ended: false,
       finished,
       markFinished,
+      stdin: [],
+      stdinBytes: 0,
+      closeStdin,
+      stdinClosed,
+      waitingForStdin: false,
     };
     if (tag !== undefined) process.tag = tag;
     let processes = this.bySandbox.get(sandboxId);
@@ -252,6 +269,15 @@ export function registerE2bSandboxRoutes(app: FastifyInstance, services: Airlock
       say({ event: { event: { case: 'start', value: { pid: process.pid } } } });
       const run = async () => {
         try {
+          if (request.stdin === true) {
+            process.waitingForStdin = true;
+            // Airlock gives a command its whole input at its start: it runs once its stdin is closed.
+            await Promise.race([process.stdinClosed, new Promise((resolve) => process.abort.signal.addEventListener('abort', resolve, { once: true }))]);
+            if (process.abort.signal.aborted) throw new ConnectError('killed before its stdin was closed', Code.Aborted);
+            process.waitingForStdin = false;
+            args['stdin'] = Buffer.concat(process.stdin).toString('base64');
+            args['stdinEncoding'] = 'base64';
+          }
           let outcome = await submit(sandboxId, 'exec', args, {
             approvalWaitMs: 0,
             signal: process.abort.signal,
@@ -311,13 +337,32 @@ export function registerE2bSandboxRoutes(app: FastifyInstance, services: Airlock
       if (request.signal === Signal.SIGKILL || request.signal === Signal.SIGTERM) process.abort.abort();
       return {};
     },
-    async sendInput() {
-      throw new ConnectError('stdin to a running process is not supported by Airlock yet: pass input through a file or the command line', Code.Unimplemented);
+    async sendInput(request, context) {
+      const { sandboxId } = callerOf(context);
+      const process = processes.find(sandboxId, request.process?.selector ?? { case: undefined });
+      const input = request.input?.input;
+      if (input?.case !== 'stdin') throw new ConnectError('only stdin input is supported (no pty)', Code.Unimplemented);
+      if (!process.waitingForStdin) {
+        throw new ConnectError(
+          'input to a command that is already running is not supported by Airlock: start it with stdin: true, send the input, then close stdin',
+          Code.FailedPrecondition,
+        );
+      }
+      if (process.stdinBytes + input.value.length > MAX_STDIN_BYTES)
+        throw new ConnectError(`stdin holds at most ${MAX_STDIN_BYTES} bytes; pass larger input through a file`, Code.ResourceExhausted);
+      process.stdin.push(Buffer.from(input.value));
+      process.stdinBytes += input.value.length;
+      return {};
     },
     async streamInput() {
-      throw new ConnectError('stdin to a running process is not supported by Airlock yet: pass input through a file or the command line', Code.Unimplemented);
+      throw new ConnectError(
+        'streamed input is not supported by Airlock: start the command with stdin: true, send the input, then close stdin',
+        Code.Unimplemented,
+      );
     },
-    async closeStdin() {
+    async closeStdin(request, context) {
+      const { sandboxId } = callerOf(context);
+      processes.find(sandboxId, request.process?.selector ?? { case: undefined }).closeStdin();
       return {};
     },
     async update() {
