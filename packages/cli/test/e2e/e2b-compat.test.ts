@@ -169,6 +169,21 @@ describe('the E2B-compatible API, with the real e2b client', () => {
     assert.match(processes, /sleep 7777/);
   });
 
+  it('ends a sandbox at its timeout, or pauses it when it asked to (autoPause)', async () => {
+    const options = { apiKey: betaKey, ...connection, timeoutMs: 2_000 };
+    const ending = await Sandbox.create('base', options);
+    const pausing = await Sandbox.create('base', { ...options, lifecycle: { onTimeout: 'pause' } });
+    const stateOf = async (id: string) =>
+      (await Sandbox.list({ apiKey: betaKey, ...connection }).nextItems()).find((info) => info.sandboxId === id)?.state ?? 'gone';
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && ((await stateOf(ending.sandboxId)) !== 'gone' || (await stateOf(pausing.sandboxId)) !== 'paused')) {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.equal(await stateOf(ending.sandboxId), 'gone');
+    assert.equal(await stateOf(pausing.sandboxId), 'paused');
+    await Sandbox.kill(pausing.sandboxId, { apiKey: betaKey, ...connection });
+  });
+
   it('records every call in the session audit, and kill ends the sandbox', async () => {
     const log = JSON.parse(installation.cli(['audit', sandbox.sandboxId, '--json']).stdout) as { type: string; data: Record<string, unknown> }[];
     const tools = log.filter((record) => record.type === 'tool-call.completed').map((record) => record.data['gen_ai.tool.name']);
