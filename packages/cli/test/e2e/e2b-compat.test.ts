@@ -173,6 +173,11 @@ describe('the E2B-compatible API, with the real e2b client', () => {
     const options = { apiKey: betaKey, ...connection, timeoutMs: 2_000 };
     const ending = await Sandbox.create('base', options);
     const pausing = await Sandbox.create('base', { ...options, lifecycle: { onTimeout: 'pause' } });
+    // Pages of one: the paginator follows x-next-token through both, then stops.
+    const pages = Sandbox.list({ apiKey: betaKey, ...connection, limit: 1 });
+    const seen: string[] = [];
+    while (pages.hasNext) seen.push(...(await pages.nextItems()).map((info) => info.sandboxId));
+    assert.deepEqual(seen.sort(), [ending.sandboxId, pausing.sandboxId].sort());
     const stateOf = async (id: string) =>
       (await Sandbox.list({ apiKey: betaKey, ...connection }).nextItems()).find((info) => info.sandboxId === id)?.state ?? 'gone';
     const deadline = Date.now() + 30_000;
