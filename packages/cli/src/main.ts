@@ -12,6 +12,7 @@ import { registerSnapshotCommands } from './snapshot-commands.js';
 import { registerEgressCommands } from './egress-commands.js';
 import { registerNodeCommands } from './node-commands.js';
 import { registerTokenCommands } from './token-commands.js';
+import { registerTemplateCommands } from './template-commands.js';
 import { EXIT_USAGE, reportError } from './output.js';
 
 const program = new Command('airlock')
@@ -31,6 +32,7 @@ registerMachineCommands(program);
 registerSnapshotCommands(program);
 registerNodeCommands(program);
 registerTokenCommands(program);
+registerTemplateCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -524,6 +524,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     allowedOrigins,
     // Other nodes forward calls with the advertised name in the Host header.
     allowedHosts: cluster ? [...allowedHosts, new URL(cluster.address).host] : allowedHosts,
+    e2bDataDir: layout.root,
   });
   await http.listen({ host: options.host, port: options.port });
   const metricsListener = options.metricsListen ? await listenForMetrics(metrics, options.metricsListen) : undefined;
