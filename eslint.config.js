@@ -28,7 +28,7 @@ const IO_MODULES = [
 const io = { group: IO_MODULES, message: 'core/ and audit/ do no I/O themselves: define a port in core/ and implement it in an adapter.' };
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'packages/sdk/src/generated/**', 'bench/results/**'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', 'packages/sdk/src/generated/**', 'packages/runtime/src/api/e2b/generated/**', 'bench/results/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,

@@ -11,7 +11,8 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 need_apt=0
 # nft, ip, unshare, nsenter and openssl: the egress gateway (per-session netns, firewall, session CAs).
 # gcc, make and libc6-dev: the in-sandbox agent (packages/runtime/agent) is built here from source, static.
-for tool in runsc debootstrap busybox nft ip mkfs.ext4 openssl unshare nsenter gcc make; do command -v "$tool" >/dev/null 2>&1 || need_apt=1; done
+# strace: the shell analysis' differential test traces what dash runs.
+for tool in runsc debootstrap busybox nft ip mkfs.ext4 openssl unshare nsenter gcc make strace; do command -v "$tool" >/dev/null 2>&1 || need_apt=1; done
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || need_apt=1
 [ -x /bin/busybox ] && file_is_static=$( (ldd /bin/busybox 2>&1 || true) | grep -c "not a dynamic" ) || file_is_static=0
 [ "$file_is_static" -ge 1 ] || need_apt=1
@@ -33,7 +34,7 @@ if [ "$need_apt" -eq 1 ]; then
   fi
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports runsc >/dev/null
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap busybox-static nftables iproute2 e2fsprogs openssl util-linux gcc make libc6-dev >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap busybox-static nftables iproute2 e2fsprogs openssl util-linux gcc make libc6-dev strace >/dev/null
 fi
 runsc --version | sed -n 1p >&2
 

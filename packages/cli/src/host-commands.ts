@@ -114,6 +114,12 @@ export function registerHostCommands(program: Command): void {
         const warmPool = await parseWarmPool(options.warmPool);
         const { startServer, redactUrl } = await runtime();
         const storeUrl = options.store ?? process.env['AIRLOCK_STORE_URL'];
+        // A promise nobody awaited that rejects is a bug, never an outage (those are caught where they happen).
+        // The server logs it and keeps running: exiting would leave every machine it runs without a manager.
+        let reportUnhandled: (what: string, error: unknown) => void = (what, error) => {
+          process.stderr.write(`airlock: ${what}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+        };
+        process.on('unhandledRejection', (reason) => reportUnhandled('unhandled rejection (a bug: please report it; the server keeps running)', reason));
         const server = await startServer({
           dataDir: options.dataDir,
           host,
@@ -129,6 +135,7 @@ export function registerHostCommands(program: Command): void {
           ...(metricsListen ? { metricsListen } : {}),
           metricsTenants: Boolean(options.metricsTenants),
         });
+        reportUnhandled = (what, error) => server.report(what, error);
         const r = server.reconciled;
         process.stderr.write(
           `airlock: listening on ${server.url} (data dir ${server.layout.root}, store ${storeUrl ? redactUrl(storeUrl) : 'SQLite in the data dir'}, node ${server.nodeId})\n`,
@@ -160,13 +167,22 @@ export function registerHostCommands(program: Command): void {
           process.stderr.write(
             `airlock: shutting down (sessions keep running and are adopted at the next start${server.membership ? '; leaving the cluster' : ''})\n`,
           );
-          // Exit within 10 s whatever is stuck: nothing acknowledged is lost, and the next start reconciles the rest.
+          // Open sockets cannot hold the stop (the HTTP server destroys them 2 s into closing); the teardowns of
+          // warm machines and suspended sandboxes can take longer on a busy host and are let finish. Only a stop
+          // stuck on something else ends here, and the next start reconciles what it left.
           setTimeout(() => {
-            process.stderr.write('airlock: shutdown took longer than 9 s, exiting now (the next start reconciles what was left)\n');
+            process.stderr.write('airlock: shutdown took longer than 60 s, exiting now (the next start reconciles what was left)\n');
             process.exit(1);
-          }, 9_000).unref();
-          await server.close();
-          process.exit(0);
+          }, 60_000).unref();
+          await server.close().then(
+            () => process.exit(0),
+            (error: unknown) => {
+              process.stderr.write(
+                `airlock: shutdown failed (the next start reconciles what was left): ${error instanceof Error ? error.message : String(error)}\n`,
+              );
+              process.exit(1);
+            },
+          );
         };
         process.once('SIGINT', () => void stop());
         process.once('SIGTERM', () => void stop());

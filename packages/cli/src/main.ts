@@ -13,6 +13,7 @@ import { registerEgressCommands } from './egress-commands.js';
 import { registerNodeCommands } from './node-commands.js';
 import { registerTokenCommands } from './token-commands.js';
 import { registerWebhookCommands } from './webhook-commands.js';
+import { registerTemplateCommands } from './template-commands.js';
 import { EXIT_USAGE, reportError } from './output.js';
 
 const program = new Command('airlock')
@@ -33,6 +34,7 @@ registerSnapshotCommands(program);
 registerNodeCommands(program);
 registerTokenCommands(program);
 registerWebhookCommands(program);
+registerTemplateCommands(program);
 
 try {
   await program.parseAsync(process.argv);

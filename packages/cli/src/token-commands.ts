@@ -46,12 +46,14 @@ export function registerTokenCommands(program: Command): void {
     .requiredOption('--tenant <name>', 'the tenant whose sessions it reaches')
     .option('--role <role>', 'admin | operator | approver | agent | metrics (default operator)', role)
     .option('--name <text>', 'a readable name, recorded as the approver of its decisions (default: its id)')
+    .option('--e2b', 'make it an E2B API key (e2b_ + hex) for E2B code: the same token (role, tenant, revocation)')
     .option('--json', 'print JSON: {"id", "token", "tenant", "role"}')
-    .action(async (options: { tenant: string; role?: TokenRole; name?: string; json?: boolean }) => {
+    .action(async (options: { tenant: string; role?: TokenRole; name?: string; e2b?: boolean; json?: boolean }) => {
       const created = await new Tokens(new Connection(cliConnection())).create({
         tenant: options.tenant,
         ...(options.role === undefined ? {} : { role: options.role }),
         ...(options.name === undefined ? {} : { name: options.name }),
+        ...(options.e2b === true ? { e2b: true } : {}),
       });
       if (options.json) return printJson({ id: created.id, token: created.token, tenant: created.tenant, role: created.role });
       process.stdout.write(`${created.id} (tenant ${created.tenant}, role ${created.role}): ${created.token}\nkeep the token now: it is not shown again\n`);

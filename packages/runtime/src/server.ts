@@ -42,7 +42,8 @@ import { ConnectionApprovals } from './core/connection-approvals.js';
 import { ContractUpdates } from './core/contract-updates.js';
 import { IdleSleeper } from './core/idle-sleeper.js';
 import { DEFAULT_MAX_FORK_BRANCHES } from './core/fork-service.js';
-import { AirlockError } from './core/errors.js';
+import { AirlockError, type ErrorCode } from './core/errors.js';
+import { OutageReports } from './core/outage-reports.js';
 import { systemClock } from './core/clock.js';
 import type { Store } from './core/store.js';
 import type { SandboxDriver } from './core/sandbox-driver.js';
@@ -82,6 +83,9 @@ import { TenantAdmission } from './core/tenant-admission.js';
 import { ConsoleLogins } from './api/console-logins.js';
 import { OpenByToken } from './api/open-by-token.js';
 import { ConsoleAssets, defaultConsoleAssetsDir } from './api/console-assets.js';
+
+/** What each outage code is about, in the server's messages. */
+const DEPENDENCY_NAMES: Partial<Record<ErrorCode, string>> = { STORE_UNAVAILABLE: 'the store', OBJECT_STORAGE_UNAVAILABLE: 'object storage' };
 
 /** The version of this Airlock. */
 export const AIRLOCK_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -159,6 +163,8 @@ export interface RunningServer {
   objects: ObjectSnapshotArtifacts | undefined;
   /** this node's membership of a cluster, when `advertise` was given */
   membership: NodeMembership | undefined;
+  /** logs a failure as the server logs its own (stderr and the JSON log), every time */
+  report(what: string, error: unknown): void;
   close(): Promise<void>;
 }
 
@@ -279,20 +285,68 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // Every audit record, once committed (by this server or another sharing the store), also feeds the console's live event streams.
   const activity = new ActivityFeed();
   const untap = tapAuditAppends(store, (record) => activity.publish({ kind: 'audit', record }));
+  const log = new JsonLog(options.logLevel ?? 'off');
+  const reportFailure = (what: string, error: unknown) => {
+    process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    log.write('error', 'server.error', { what, error: loggedError(error) });
+  };
+  // A dependency that does not answer (the store, the bucket) is told once when its outage starts and once when it ends;
+  // meanwhile background work backs off and retries, and calls that need it answer 503.
+  const outages = new OutageReports(
+    {
+      down: (code, what, error) => {
+        process.stderr.write(
+          `airlock: ${DEPENDENCY_NAMES[code] ?? code} is unavailable (first seen by ${what}): ${error instanceof Error ? error.message : String(error)}; calls that need it answer 503 ${code}, background work retries until it is back\n`,
+        );
+        log.write('error', 'dependency.down', { dependency: DEPENDENCY_NAMES[code] ?? code, code, what, error: loggedError(error) });
+        watchRecovery(code);
+      },
+      up: (code, downForMs) => {
+        process.stderr.write(`airlock: ${DEPENDENCY_NAMES[code] ?? code} answers again after ${Math.round(downForMs / 1000)} s\n`);
+        log.write('info', 'dependency.up', { dependency: DEPENDENCY_NAMES[code] ?? code, code, downForMs });
+      },
+    },
+    reportFailure,
+  );
+  const report = (what: string, error: unknown) => outages.report(what, error);
+  // Probes a dependency that went down until it answers, then ends its outage (every loop resumes by itself anyway).
+  const recoveryProbes: NodeJS.Timeout[] = [];
+  const watchRecovery = (code: ErrorCode) => {
+    const probe =
+      code === 'STORE_UNAVAILABLE'
+        ? () => store.getSetting('audit-key-id')
+        : code === 'OBJECT_STORAGE_UNAVAILABLE'
+          ? objectStore && (() => objectStore.check())
+          : undefined;
+    if (!probe) return;
+    let probing = false;
+    const timer = setInterval(() => {
+      if (probing) return;
+      probing = true;
+      probe()
+        .then(
+          () => {
+            clearInterval(timer);
+            outages.recovered(code);
+          },
+          () => undefined,
+        )
+        .finally(() => (probing = false));
+    }, 2000);
+    timer.unref();
+    recoveryProbes.push(timer);
+  };
+
   const disks = options.disks ?? new LoopDisks({ root: layout.disks });
-  const objects = objectStore ? openObjectStorage(objectStore, layout, disks, nodeId) : undefined;
+  const objects = objectStore
+    ? openObjectStorage(objectStore, layout, disks, nodeId, (error) => report(`object storage ${objectStore.description}`, error))
+    : undefined;
   const images = options.images ?? openImageCatalog(layout);
   const artifacts: SnapshotArtifacts = objects ?? new SnapshotDirectory(layout.snapshots);
   const thumbnails = new ThumbnailDirectory(layout.thumbnails);
   const authorizer = new ContractAuthorizer();
   // The first compilation pays for Cedar's start (~0.5 s, measured): at start-up, not in a session's first call.
   authorizer.prepare(DEFAULT_CONTRACT);
-  const log = new JsonLog(options.logLevel ?? 'off');
-  const report = (what: string, error: unknown) => {
-    process.stderr.write(`airlock: ${what} failed: ${error instanceof Error ? error.message : String(error)}\n`);
-    log.write('error', 'server.error', { what, error: loggedError(error) });
-  };
-
   // Egress: the gateway asks the core for policies, decisions and approvals; the core asks it for networks.
   const egressConfig = options.egress ?? loadEgressConfig();
   const secrets = new SecretStore({ dir: join(layout.root, 'secrets'), keyFile: process.env['AIRLOCK_SECRETS_KEY_FILE'] ?? join(layout.root, 'secrets.key') });
@@ -394,6 +448,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const sleeper = new IdleSleeper(core.sessions, {
     tickMs: options.idleTickMs ?? 250,
     onError: (sessionId, error) => report(`idle sleep of ${sessionId}`, error),
+    onTickError: (error) => report('the idle check', error),
   });
   sleeper.start();
   const checkCredentials = <T extends SessionContract>(contract: T): T => {
@@ -483,6 +538,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     allowedOrigins,
     // Other nodes forward calls with the advertised name in the Host header.
     allowedHosts: cluster ? [...allowedHosts, new URL(cluster.address).host] : allowedHosts,
+    e2bDataDir: layout.root,
   });
   await http.listen({ host: options.host, port: options.port });
   const metricsListener = options.metricsListen ? await listenForMetrics(metrics, options.metricsListen) : undefined;
@@ -503,11 +559,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     reconciled,
     http,
     metricsUrl: metricsListener?.url,
+    report: reportFailure,
     async close() {
-      await membership?.leave();
+      // With the store down the node cannot record that it left (its lease runs out instead); the rest of the shutdown goes on.
+      await membership?.leave().catch((error: unknown) => reportFailure('leaving the cluster', error));
       retention.stop();
       openByToken.stop();
       await sleeper.stop();
+      for (const timer of recoveryProbes) clearInterval(timer);
       await core.takeovers.close();
       await core.terminals.close();
       await http.close();
@@ -547,7 +606,13 @@ async function connectObjectStore(location: ObjectStorageLocation): Promise<S3Ob
 }
 
 /** Snapshot artifacts in object storage, the data dir's snapshot directory as their cache. */
-function openObjectStorage(store: S3ObjectStore, layout: DataDirLayout, disks: SessionDisks, nodeId: string): ObjectSnapshotArtifacts {
+function openObjectStorage(
+  store: S3ObjectStore,
+  layout: DataDirLayout,
+  disks: SessionDisks,
+  nodeId: string,
+  onError: (error: unknown) => void,
+): ObjectSnapshotArtifacts {
   if (!isDiskImages(disks)) {
     store.close();
     throw new AirlockError(
@@ -560,7 +625,7 @@ function openObjectStorage(store: S3ObjectStore, layout: DataDirLayout, disks: S
     objects: store,
     disks,
     owner: nodeId,
-    onError: (error) => process.stderr.write(`airlock: object storage ${store.description}: ${error instanceof Error ? error.message : String(error)}\n`),
+    onError,
   });
 }
 

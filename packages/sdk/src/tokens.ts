@@ -47,8 +47,8 @@ export interface TenantInfo {
 export class Tokens {
   constructor(private readonly connection: Connection) {}
 
-  /** Makes a token of a tenant (role default: operator). */
-  async create(options: { tenant: string; role?: TokenRole; name?: string }): Promise<CreatedToken> {
+  /** Makes a token of a tenant (role default: operator); `e2b`: in the form of an E2B API key (`e2b_` + hex). */
+  async create(options: { tenant: string; role?: TokenRole; name?: string; e2b?: boolean }): Promise<CreatedToken> {
     return (await this.connection.json<CreatedToken>('POST', '/v1/tokens', options)).body;
   }
 

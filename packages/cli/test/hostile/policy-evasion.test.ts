@@ -114,8 +114,8 @@ describe('hostile: what the policy cannot see cannot get past the contract\'s fi
     assertDenied(await assertSurvives(attack, 'PATH'), 'contract.exec.allowEnv', 'PATH');
   });
 
-  it('loader and interpreter start-up variables are refused: LD_PRELOAD, LD_LIBRARY_PATH, PYTHONSTARTUP, PYTHONPATH, PERL5OPT, NODE_OPTIONS', async () => {
-    for (const name of ['LD_PRELOAD', 'LD_LIBRARY_PATH', 'PYTHONSTARTUP', 'PYTHONPATH', 'PERL5OPT', 'NODE_OPTIONS']) {
+  it('loader and interpreter start-up variables are refused by family: LD_*, PYTHON* (PYTHONWARNINGS, PYTHONBREAKPOINT, PYTHONPLATLIBDIR too), PERL* (PERL_MB_OPT too), NODE_*', async () => {
+    for (const name of ['LD_PRELOAD', 'LD_LIBRARY_PATH', 'PYTHONSTARTUP', 'PYTHONPATH', 'PERL5OPT', 'NODE_OPTIONS', 'PYTHONWARNINGS', 'PYTHONBREAKPOINT', 'PYTHONPLATLIBDIR', 'PERL_MB_OPT']) {
       assertDenied(await assertSurvives({ command: 'python3 -c "print(1)"', env: { [name]: '/workspace/scratch/evil' } }, name), 'contract.exec.allowEnv', name);
     }
     const allowed = await exec(strict, { command: 'echo "$GREETING"', env: { GREETING: 'hello' } });
@@ -126,6 +126,27 @@ describe('hostile: what the policy cannot see cannot get past the contract\'s fi
     const invalid = await assertSurvives({ command: 'bash -c "cat /workspace/keep/file"', env: { 'BASH_FUNC_cat%%': '() { rm -f /workspace/keep/file; }' } }, 'BASH_FUNC_cat%%');
     assert.equal(invalid.code, 'INVALID_ARGUMENTS', `a name bash would import as a function is not a valid name: ${invalid.code}`);
     assertDenied(await assertSurvives({ command: 'bash -c "cat /workspace/keep/file"', env: { BASH_FUNC_cat: '() { rm -f /workspace/keep/file; }' } }, 'BASH_FUNC_cat'), 'contract.exec.allowEnv', 'BASH_FUNC_cat');
+  });
+
+  it('commands dash reads otherwise than bash, or that no reader models, are refused, and nothing is deleted (issue 22)', async () => {
+    // No filesystem rule covers /workspace/scratch: only the analysis stands between these and the file.
+    const target = '/workspace/scratch/F';
+    const commands = [
+      `echo x \r#; rm -f ${target}`,
+      `echo $'\\' ; rm -f ${target}\necho '`,
+      `[[ x; rm -f ${target}; ]]`,
+      `((rm -f ${target}) )`,
+      `echo \${x:-{}; rm -f ${target}\n}`,
+      `bash -c "coproc NAME { rm -f ${target}; }"`,
+      `echo ${target} | xargs --replace rm -f {}`,
+      `env -S 'rm\\_-f\\_${target}'`,
+    ];
+    for (const command of commands) {
+      writeFileSync(onHost(strict, target.slice(1)), PROTECTED);
+      const answer = await exec(strict, { command });
+      assert.equal(answer.code, 'POLICY_DENIED', `${JSON.stringify(command)}: ${answer.code} ${answer.message}`);
+      assert.equal(readFileSync(onHost(strict, target.slice(1)), 'utf8'), PROTECTED, `${JSON.stringify(command)}: the file was deleted`);
+    }
   });
 
   it('deletion programs named anywhere in a command are refused, through wrappers too', async () => {

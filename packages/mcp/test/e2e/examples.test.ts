@@ -1,5 +1,5 @@
 /**
- * The three examples in examples/ run against a real server and gVisor
+ * The examples in examples/ run against a real server and gVisor
  * (each with its scripted model, no network) and exit 0 only when the
  * denial and the approval went as expected. They run side by side to keep
  * the file short.
@@ -10,11 +10,15 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { REPO_ROOT, TestInstallation } from '../support/mcp-test-kit.js';
 
-const EXAMPLES = ['mcp-client.ts', 'ai-sdk-agent.ts', 'openai-agents-agent.ts'];
+const EXAMPLES = ['mcp-client.ts', 'ai-sdk-agent.ts', 'openai-agents-agent.ts', 'e2b-sdk.ts'];
 
 function runExample(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', resolve(REPO_ROOT, 'examples', file)], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', resolve(REPO_ROOT, 'examples', file)], {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -110,7 +110,7 @@ declare module 'fastify' {
 /** Paths of the API (case-insensitive: never served as a console page, whatever the spelling). */
 export function isApiPath(path: string): boolean {
   const lower = path.toLowerCase();
-  return ['/v1', '/mcp', '/healthz', '/openapi.json', '/metrics'].some((prefix) => lower === prefix || lower.startsWith(`${prefix}/`));
+  return ['/v1', '/mcp', '/healthz', '/openapi.json', '/metrics', '/e2b'].some((prefix) => lower === prefix || lower.startsWith(`${prefix}/`));
 }
 
 /** Why a route's declaration is not acceptable, or undefined when it is. */

@@ -68,7 +68,15 @@ export function installationTokens(token: string, issued?: Pick<ApiTokens, 'find
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The parts of a request that authentication reads. */
-export type CredentialCarrier = Pick<FastifyRequest, 'method' | 'headers'>;
+export type CredentialCarrier = Pick<FastifyRequest, 'method' | 'headers'> & { url?: string };
+
+/** The E2B key of a request to the E2B API (`X-API-Key` on its control plane, `X-Access-Token` on its sandbox plane), if any. */
+export function e2bKeyOf(request: CredentialCarrier): string | undefined {
+  const url = request.url ?? '';
+  if (url !== '/e2b' && !url.startsWith('/e2b/')) return undefined;
+  const key = request.headers['x-api-key'] ?? request.headers['x-access-token'];
+  return typeof key === 'string' ? key : undefined;
+}
 
 /** Resolves identities from requests. */
 export class Authentication {
@@ -91,6 +99,12 @@ export class Authentication {
    */
   async identify(request: CredentialCarrier): Promise<Identity> {
     const authorization = request.headers.authorization;
+    const e2bKey = authorization === undefined ? e2bKeyOf(request) : undefined;
+    if (e2bKey !== undefined) {
+      const grant = await this.tokens.find(e2bKey);
+      if (!grant) throw new AirlockError('UNAUTHORIZED', 'wrong E2B key: use a key made with `airlock tokens create --tenant NAME --role operator --e2b`');
+      return { kind: 'token', ...grant };
+    }
     if (authorization !== undefined) {
       const grant = authorization.startsWith('Bearer ') ? await this.tokens.find(authorization.slice(7)) : undefined;
       if (!grant) throw missingToken();
@@ -105,7 +119,10 @@ export class Authentication {
       throw new AirlockError('LOGIN_EXPIRED', 'your console login expired or was ended; log in again with the API token', { details: { relogin: '/login' } });
     }
     if (!SAFE_METHODS.has(request.method.toUpperCase()) && !csrfMatches(request.headers[CSRF_HEADER], login)) {
-      throw new AirlockError('CSRF_REJECTED', `a ${request.method} with the console's login cookie must carry the ${CSRF_HEADER} header of that login; reload the console, or call the API with a bearer token`);
+      throw new AirlockError(
+        'CSRF_REJECTED',
+        `a ${request.method} with the console's login cookie must carry the ${CSRF_HEADER} header of that login; reload the console, or call the API with a bearer token`,
+      );
     }
     return { kind: 'console', ...login.grant };
   }

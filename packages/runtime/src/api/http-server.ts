@@ -40,6 +40,9 @@ import { sendConsoleAsset, type ConsoleAssets } from './console-assets.js';
 import type { AirlockMetrics } from '../telemetry/airlock-metrics.js';
 import type { JsonLog } from '../telemetry/json-log.js';
 import { installRequestLog, rememberFailure, requestIdOf } from './request-log.js';
+import { registerE2bApi } from './e2b/e2b-api.js';
+import { e2bErrorBody, isE2bUrl } from './e2b/e2b-sandboxes.js';
+import { e2bTemplateLookup, registerTemplateRoutes } from './e2b/e2b-templates.js';
 
 /** Largest request body accepted (file writes go in one body). */
 export const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -85,6 +88,8 @@ export interface HttpServerOptions {
   allowedOrigins?: readonly string[];
   /** further names of the server for the Host header (`--allowed-host`) */
   allowedHosts?: readonly string[];
+  /** the data dir, where the E2B API's templates are kept (absent: the E2B API is not served) */
+  e2bDataDir?: string;
 }
 
 /** Refuses a caller whose role lacks the route's permission (403) or who names another tenant's ids (404). */
@@ -135,12 +140,22 @@ const CALL_ROUTES = new Set([
   '/v1/sessions/:id/exec',
   '/v1/sessions/:id/desktop/screenshot',
   '/v1/sessions/:id/desktop/actions',
+  // The E2B API's commands and file operations (the sandbox is named in the E2b-Sandbox-Id header).
+  '/e2b/process.Process/Start',
+  '/e2b/filesystem.Filesystem/Stat',
+  '/e2b/filesystem.Filesystem/MakeDir',
+  '/e2b/filesystem.Filesystem/Move',
+  '/e2b/filesystem.Filesystem/ListDir',
+  '/e2b/filesystem.Filesystem/Remove',
+  '/e2b/files',
 ]);
 
 /** Refuses a call over its tenant's maxConcurrentCalls (429), before its body is read. */
 async function takeCallSlot(request: FastifyRequest, reply: FastifyReply, services: AirlockServices, scope: TenantScope): Promise<void> {
-  if (request.method !== 'POST' || !CALL_ROUTES.has(request.routeOptions.url ?? '')) return;
-  const sessionId = (request.params as { id?: string }).id;
+  const route = request.routeOptions.url ?? '';
+  if ((request.method !== 'POST' && route !== '/e2b/files') || !CALL_ROUTES.has(route)) return;
+  const header = request.headers['e2b-sandbox-id'];
+  const sessionId = route.startsWith('/e2b/') ? (typeof header === 'string' ? header : undefined) : (request.params as { id?: string }).id;
   const tenant = sessionId === undefined ? undefined : await scope.tenantOf(sessionId);
   // No such session: the route answers 404 and holds nothing.
   if (tenant === undefined) return;
@@ -194,7 +209,12 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   // No route matched: nothing runs but this. Outside the API paths (in any letter case), a GET is
   // the web console's (a file, or index.html for a client route); the console's files are public.
   app.setNotFoundHandler((request, reply) => {
-    if (!isApiPath(request.url.split('?')[0] ?? '') && (request.method === 'GET' || request.method === 'HEAD') && sendConsoleAsset(options.console, request, reply)) return;
+    if (
+      !isApiPath(request.url.split('?')[0] ?? '') &&
+      (request.method === 'GET' || request.method === 'HEAD') &&
+      sendConsoleAsset(options.console, request, reply)
+    )
+      return;
     void reply.status(404).send(errorBody(new AirlockError('NOT_FOUND', `no route ${request.method} ${request.url}; see /openapi.json`)));
   });
   app.removeContentTypeParser('application/json');
@@ -247,7 +267,10 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
           error instanceof AirlockError
             ? error
             : new AirlockError('INTERNAL', "could not check the caller's token: the store did not answer; retry shortly", { cause: error });
-        return reply.status(refused.status).header('connection', 'close').send(errorBody(refused));
+        return reply
+          .status(refused.status)
+          .header('connection', 'close')
+          .send(isE2bUrl(request.url) ? e2bErrorBody(refused.status, `${refused.code}: ${refused.message}`) : errorBody(refused));
       }
     }
     const declared = Number(request.headers['content-length'] ?? 0);
@@ -300,5 +323,9 @@ export function buildHttpServer(services: AirlockServices, options: HttpServerOp
   registerLoginRoutes(app, options.authentication);
   registerEventRoutes(app, services, options.activity);
   registerNodeRoutes(app, services);
+  if (options.e2bDataDir !== undefined) {
+    registerTemplateRoutes(app, services, options.e2bDataDir);
+    registerE2bApi(app, services, e2bTemplateLookup(options.e2bDataDir));
+  }
   return app;
 }

@@ -43,6 +43,10 @@ export class NodeMembership {
   private heartbeat: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   private beating: Promise<void> | undefined;
+  private heartbeatFailing = false;
+  private checkFailing = false;
+  /** when this node last failed to reach the store (ms); 0: never */
+  private storeFailedAt = 0;
   private draining: Promise<void> | undefined;
   private stopped = false;
   private readonly unsubscribe: () => void;
@@ -78,7 +82,17 @@ export class NodeMembership {
     this.heartbeat.unref();
     this.timer = setInterval(() => {
       this.ticking ??= this.tick()
-        .catch((error: unknown) => this.deps.log(`cluster check failed: ${error instanceof Error ? error.message : String(error)}`))
+        .then(
+          () => {
+            this.checkFailing = false;
+          },
+          (error: unknown) => {
+            this.storeFailedAt = this.deps.clock.now().getTime();
+            if (!this.checkFailing)
+              this.deps.log(`cluster check failed (told again only after one succeeds): ${error instanceof Error ? error.message : String(error)}`);
+            this.checkFailing = true;
+          },
+        )
         .finally(() => (this.ticking = undefined));
     }, every);
     this.timer.unref();
@@ -87,9 +101,23 @@ export class NodeMembership {
   /** Renews this node's heartbeat. */
   private async beat(): Promise<void> {
     const { store, clock, self } = this.deps;
+    // Told once when heartbeats start failing (the store is down) and once when one gets through again.
     await store
       .transaction((tx) => tx.touchNode(self.id, clock.now().toISOString()))
-      .catch((error: unknown) => this.deps.log(`heartbeat failed: ${error instanceof Error ? error.message : String(error)}`));
+      .then(
+        () => {
+          if (this.heartbeatFailing) this.deps.log('heartbeat renewed again');
+          this.heartbeatFailing = false;
+        },
+        (error: unknown) => {
+          this.storeFailedAt = this.deps.clock.now().getTime();
+          if (!this.heartbeatFailing)
+            this.deps.log(
+              `heartbeat failed (retried every ${Math.max(100, Math.floor(this.deps.leaseMs / 3))} ms, told again once it works): ${error instanceof Error ? error.message : String(error)}`,
+            );
+          this.heartbeatFailing = true;
+        },
+      );
   }
 
   /** One look around: lost leases, lost nodes, a drain of this node. */
@@ -98,8 +126,11 @@ export class NodeMembership {
     const { store, self } = this.deps;
     await this.checkLeases();
     const nodes = await store.listNodes();
+    // After an outage of the store every node's heartbeat is as old as the outage: none is taken for lost
+    // until the others have had a whole lease to renew theirs (a failover must not fail every machine).
+    const others = this.deps.clock.now().getTime() - this.storeFailedAt > this.deps.leaseMs;
     for (const node of nodes) {
-      if (node.id !== self.id && this.liveness(node) === 'lost') await this.failMachinesOf(node);
+      if (others && node.id !== self.id && this.liveness(node) === 'lost') await this.failMachinesOf(node);
     }
     const mine = nodes.find((node) => node.id === self.id);
     if (mine?.state === 'draining') this.draining ??= this.drain().finally(() => (this.draining = undefined));

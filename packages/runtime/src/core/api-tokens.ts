@@ -14,6 +14,10 @@ import type { Clock } from './clock.js';
 
 /** Prefix of every token secret this server makes: a scanner can spot a leaked one. */
 export const TOKEN_SECRET_PREFIX = 'airlock_';
+/** Prefix of a token made as an E2B API key (`--e2b`): `e2b_` and 40 hex digits, the form E2B's clients expect. */
+export const E2B_KEY_PREFIX = 'e2b_';
+/** An E2B API key as this server makes it. */
+export const E2B_KEY_PATTERN = /^e2b_[0-9a-f]{40}$/;
 
 /** Last use is written at most this often per token and server. */
 const LAST_USED_INTERVAL_MS = 60_000;
@@ -60,7 +64,7 @@ export class ApiTokens {
   ) {}
 
   /** Makes a token; the secret is returned once and never stored. */
-  async create(input: { tenant: string; role?: Role; name?: string }, createdBy: string): Promise<{ token: ApiTokenView; secret: string }> {
+  async create(input: { tenant: string; role?: Role; name?: string; e2b?: boolean }, createdBy: string): Promise<{ token: ApiTokenView; secret: string }> {
     if (!TENANT_NAME_PATTERN.test(input.tenant)) {
       throw new AirlockError(
         'INVALID_ARGUMENTS',
@@ -73,7 +77,9 @@ export class ApiTokens {
       throw new AirlockError('INVALID_ARGUMENTS', `role must be one of ${ROLES.join(', ')} (got ${JSON.stringify(role)})`, { details: { field: 'role' } });
     }
     const id = newId('tok');
-    const secret = `${TOKEN_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
+    // An E2B key is the same token (role, tenant, revocation, audit name) in the form E2B's clients send.
+    const secret =
+      input.e2b === true ? `${E2B_KEY_PREFIX}${randomBytes(20).toString('hex')}` : `${TOKEN_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
     const record: ApiTokenRecord = {
       id,
       tenant: input.tenant,
@@ -89,7 +95,7 @@ export class ApiTokens {
       await this.audit.append(tx, {
         sessionId: '',
         type: 'token.created',
-        data: { tokenId: id, tenant: record.tenant, role, name: record.name, by: createdBy },
+        data: { tokenId: id, tenant: record.tenant, role, name: record.name, by: createdBy, ...(input.e2b === true ? { e2b: true } : {}) },
       });
     });
     return { token: tokenView(record), secret };
@@ -116,7 +122,7 @@ export class ApiTokens {
 
   /** The live (not revoked) token with this secret, or undefined. */
   async find(secret: string): Promise<ApiTokenRecord | undefined> {
-    if (!secret.startsWith(TOKEN_SECRET_PREFIX)) return undefined;
+    if (!secret.startsWith(TOKEN_SECRET_PREFIX) && !E2B_KEY_PATTERN.test(secret)) return undefined;
     const token = await this.store.findTokenBySecretHash(secretHashOf(secret));
     if (!token || token.revokedAt !== null) return undefined;
     this.noteUse(token);

@@ -13,6 +13,7 @@
  */
 import { AirlockError } from './errors.js';
 import { systemClock, type Clock } from './clock.js';
+import { Backoff } from './outage-reports.js';
 import type { SessionService } from './session-service.js';
 import type { DriverCapabilities } from './sandbox-driver.js';
 import type { ContractIdle } from './session-contract.js';
@@ -39,6 +40,8 @@ export interface IdleSleeperOptions {
   clock?: Clock;
   /** told about sleeps that failed (the server logs them) */
   onError?: (sessionId: string, error: unknown) => void;
+  /** told about a pass that failed (the store does not answer): the next ones back off, up to 10 s apart */
+  onTickError?: (error: unknown) => void;
   /** told about every transition it made, for logs and tests */
   onSleep?: (sessionId: string, state: 'paused' | 'suspended') => void;
 }
@@ -85,6 +88,7 @@ export class IdleSleeper {
   private readonly inFlight = new Set<string>();
   private readonly retryAt = new Map<string, number>();
   private stopped = false;
+  private readonly backoff = new Backoff();
 
   constructor(
     private readonly sessions: SessionService,
@@ -98,7 +102,17 @@ export class IdleSleeper {
   start(): void {
     if (this.timer || this.stopped) return;
     this.timer = setInterval(() => {
-      this.ticking ??= this.tick().finally(() => (this.ticking = undefined));
+      if (this.ticking || this.backoff.waiting(this.clock.now().getTime())) return;
+      // A pass that fails (the store is down) is told, and the next waits: it must never reject into the process.
+      this.ticking = this.tick()
+        .then(
+          () => this.backoff.succeeded(),
+          (error: unknown) => {
+            this.backoff.failed(this.clock.now().getTime());
+            this.options.onTickError?.(error);
+          },
+        )
+        .finally(() => (this.ticking = undefined));
     }, this.tickMs);
     this.timer.unref();
   }
@@ -160,7 +174,9 @@ export async function setKeepAwake(sessions: SessionService, sessionId: string, 
     });
   }
   if (session.state === 'terminated' || session.state === 'failed') {
-    throw new AirlockError('INVALID_STATE', `session ${sessionId} is ${session.state}; keep-awake applies to live sessions only`, { details: { sessionId, state: session.state } });
+    throw new AirlockError('INVALID_STATE', `session ${sessionId} is ${session.state}; keep-awake applies to live sessions only`, {
+      details: { sessionId, state: session.state },
+    });
   }
   const changed = await sessions.records.update(sessionId, () => ({ keepAwake }), { type: 'session.keep-awake-changed', data: { keepAwake } });
   if (!keepAwake || changed.state === 'running') return changed;

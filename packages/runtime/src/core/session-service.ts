@@ -250,8 +250,15 @@ export class SessionService {
     requireMachine(session, 'pause');
     assertTransition(session, 'pause');
     requireCapability(this.driverOf(session), 'pause', 'pause a machine in place', session.id);
-    await this.drivers.forHandle(machineHandle(session)).pause(machineHandle(session));
-    return this.records.transition(session.id, 'pause', { type: 'session.paused', data: { reason, ...(by === undefined ? {} : { by }) } });
+    const driver = this.drivers.forHandle(machineHandle(session));
+    await driver.pause(machineHandle(session));
+    try {
+      return await this.records.transition(session.id, 'pause', { type: 'session.paused', data: { reason, ...(by === undefined ? {} : { by }) } });
+    } catch (error) {
+      // Not recorded (the store is down): the machine must not stay frozen under a record that says it runs.
+      await driver.unpause(machineHandle(session)).catch(() => undefined);
+      throw error;
+    }
   }
 
   /** Destroys the machine, its disk and every snapshot of it; keeps metadata and history. */

@@ -244,13 +244,15 @@ export class WarmPool {
       this.refillAgain = true;
       return;
     }
-    this.filling = this.fill().finally(() => {
-      this.filling = undefined;
-      if (this.refillAgain && !this.closed) {
-        this.refillAgain = false;
-        this.refill();
-      }
-    });
+    this.filling = this.fill()
+      .catch((error: unknown) => this.deps.onError?.('refilling the warm pool', error))
+      .finally(() => {
+        this.filling = undefined;
+        if (this.refillAgain && !this.closed) {
+          this.refillAgain = false;
+          this.refill();
+        }
+      });
   }
 
   /** Starts machines one at a time until every class wanted has `size` ready; drops classes nobody asks for. */

@@ -49,11 +49,23 @@ export async function admitConnection(deps: EgressGatewayDeps, sessionId: string
     return { ok: false, host, port, status, message: `airlock egress gateway: connection to ${host}:${port} denied: ${reason}` };
   };
   if (!host || !Number.isInteger(port) || port < 1 || port > 65535) return refuse(400, `invalid destination "${rawHost}:${port}"`);
-  const policy = await deps.policyOf(sessionId);
+  // The policy lives in the store: while it does not answer, connections are refused (fail closed), never left to reject.
+  const undecided = (error: unknown) => refuse(503, `the policy could not be read (${error instanceof Error ? error.message : String(error)})`);
+  let policy: SessionEgressPolicy | undefined;
+  try {
+    policy = await deps.policyOf(sessionId);
+  } catch (error) {
+    return undecided(error);
+  }
   if (!policy) return refuse(403, 'the session has no network policy (it is not running or was terminated)');
   const listed = decideDestination(policy.network, host, port);
   if (!listed.allowed) return refuse(403, listed.reason, { rule: 'contract.network', contractVersion: policy.contractVersion });
-  const cedar = await deps.authorize(sessionId, host, port);
+  let cedar: Awaited<ReturnType<EgressGatewayDeps['authorize']>>;
+  try {
+    cedar = await deps.authorize(sessionId, host, port);
+  } catch (error) {
+    return undecided(error);
+  }
   if (!cedar.allowed) return refuse(403, cedar.reason, { rule: 'cedar', policyIds: cedar.policyIds, contractVersion: policy.contractVersion });
   const table = deps.hosts?.[host];
   let address: string;

@@ -60,9 +60,12 @@ export class EgressGateway {
     const context = this.contextOf(sessionId, gateway);
     try {
       const proxy = createHttpServer((request, response) => void this.onRequest(context, request, response, 'http-proxy'));
-      proxy.on('connect', (request: IncomingMessage, socket: Duplex, head: Buffer) => void this.onConnect(context, request, socket as Socket, head));
+      proxy.on('connect', (request: IncomingMessage, socket: Duplex, head: Buffer) =>
+        // Whatever fails past the admission ends the connection, never the process.
+        void this.onConnect(context, request, socket as Socket, head).catch(() => socket.destroy()),
+      );
       const http = createHttpServer((request, response) => void this.onRequest(context, request, response, 'transparent-http'));
-      const https = createNetServer({ allowHalfOpen: true }, (socket) => (acceptFrom(socket.remoteAddress ?? '') ? void this.onTransparentTls(context, socket) : socket.destroy()));
+      const https = createNetServer({ allowHalfOpen: true }, (socket) => (acceptFrom(socket.remoteAddress ?? '') ? void this.onTransparentTls(context, socket).catch(() => socket.destroy()) : socket.destroy()));
       for (const server of [proxy, http]) {
         server.on('connection', (socket: Socket) => (acceptFrom(socket.remoteAddress ?? '') ? resetOnClientEnd(socket) : socket.destroy()));
       }
@@ -72,7 +75,7 @@ export class EgressGateway {
       gateway.servers.push(http);
       await listen(https, address, GATEWAY_PORTS.https);
       gateway.servers.push(https);
-      gateway.dns.on('message', (message, remote) => acceptFrom(remote.address) && void this.onDns(sessionId, gateway, message, remote));
+      gateway.dns.on('message', (message, remote) => acceptFrom(remote.address) && void this.onDns(sessionId, gateway, message, remote).catch(() => undefined));
       await new Promise<void>((resolve, reject) => {
         gateway.dns.once('error', reject);
         gateway.dns.bind(GATEWAY_PORTS.dns, address, () => resolve());

@@ -3,14 +3,17 @@
  * what it works on: a shell sources `BASH_ENV`, the dynamic loader maps
  * `LD_PRELOAD`, `PATH` decides which `rm` "cat" is. A policy that reads the
  * command line cannot see any of that, so an exec that sets one is refused
- * unless the contract names it in `exec.allowEnv`.
+ * unless the contract names it in `exec.allowEnv`. Interpreters are refused
+ * by family (every `PYTHON*`, `PERL*`, ...): each release adds start-up
+ * variables, and a list of names falls behind.
  */
 
-/** Names refused unless allowed by name. */
+/** Single names refused unless allowed by name. */
 export const CODE_CHANGING_NAMES: ReadonlySet<string> = new Set([
   'PATH',
   'BASH_ENV',
   'ENV',
+  'SHELL',
   'SHELLOPTS',
   'BASHOPTS',
   'PROMPT_COMMAND',
@@ -20,54 +23,70 @@ export const CODE_CHANGING_NAMES: ReadonlySet<string> = new Set([
   'GLOBIGNORE',
   'HOME',
   'ZDOTDIR',
+  'XDG_CONFIG_HOME',
+  'XDG_CONFIG_DIRS',
   'GCONV_PATH',
   'HOSTALIASES',
   'LOCPATH',
   'NLSPATH',
   'MALLOC_CONF',
-  'PYTHONSTARTUP',
-  'PYTHONPATH',
-  'PYTHONHOME',
-  'PYTHONINSPECT',
-  'PYTHONUSERBASE',
-  'PYTHONEXECUTABLE',
-  'PERL5LIB',
-  'PERL5OPT',
-  'PERLLIB',
-  'PERL5DB',
-  'RUBYOPT',
-  'RUBYLIB',
-  'NODE_OPTIONS',
-  'NODE_PATH',
-  'JAVA_TOOL_OPTIONS',
-  '_JAVA_OPTIONS',
-  'JDK_JAVA_OPTIONS',
+  'OPENSSL_CONF',
+  'OPENSSL_ENGINES',
   'CLASSPATH',
-  'LUA_INIT',
-  'LUA_PATH',
-  'LUA_CPATH',
-  'TCLLIBPATH',
-  'GIT_SSH',
-  'GIT_SSH_COMMAND',
-  'GIT_EXEC_PATH',
-  'GIT_EDITOR',
-  'GIT_PAGER',
-  'GIT_ASKPASS',
-  'GIT_CONFIG_GLOBAL',
-  'GIT_CONFIG_SYSTEM',
-  'GIT_CONFIG_PARAMETERS',
+  'MAKEFLAGS',
+  'GNUMAKEFLAGS',
+  'MFLAGS',
+  'MAKEFILES',
   'EDITOR',
   'VISUAL',
   'PAGER',
+  'MANPAGER',
+  'LESSOPEN',
+  'LESSCLOSE',
+  'SYSTEMD_PAGER',
   'SSH_ASKPASS',
   'SUDO_ASKPASS',
   'BROWSER',
 ]);
 
-/** Prefixes of families refused the same way: loader variables, exported bash functions, git config injection. */
-export const CODE_CHANGING_PREFIXES: readonly string[] = ['LD_', 'BASH_FUNC_', 'GIT_CONFIG_KEY_', 'GIT_CONFIG_VALUE_', 'GIT_CONFIG_COUNT', 'DYLD_'];
+/**
+ * Families refused by prefix: the loaders' (`LD_*`, `DYLD_*`), exported bash
+ * functions, and the start-up variables of interpreters, package managers
+ * and git.
+ */
+export const CODE_CHANGING_PREFIXES: readonly string[] = [
+  'LD_',
+  'DYLD_',
+  'BASH_FUNC_',
+  'PYTHON',
+  'PERL',
+  'RUBY',
+  'GEM_',
+  'BUNDLE_',
+  'NODE_',
+  'NPM_CONFIG_',
+  'npm_config_',
+  'JAVA_',
+  '_JAVA_',
+  'JDK_',
+  'LUA_',
+  'TCL',
+  'GIT_',
+];
+
+/** Names inside a refused family that are data for the program, not code: commit identities, Node's mode. */
+export const DATA_IN_FAMILIES: readonly string[] = [
+  'NODE_ENV',
+  'GIT_AUTHOR_NAME',
+  'GIT_AUTHOR_EMAIL',
+  'GIT_AUTHOR_DATE',
+  'GIT_COMMITTER_NAME',
+  'GIT_COMMITTER_EMAIL',
+  'GIT_COMMITTER_DATE',
+];
 
 /** True when setting `name` can change which code a command runs. */
 export function isCodeChangingEnvironment(name: string): boolean {
-  return CODE_CHANGING_NAMES.has(name) || CODE_CHANGING_PREFIXES.some((prefix) => name.startsWith(prefix));
+  if (CODE_CHANGING_NAMES.has(name)) return true;
+  return CODE_CHANGING_PREFIXES.some((prefix) => name.startsWith(prefix)) && !DATA_IN_FAMILIES.includes(name);
 }

@@ -4,74 +4,86 @@
  * which of its options take a value, so `timeout -s KILL 5 rm x` finds `rm`.
  */
 import { posix } from 'node:path';
-import type { ShellWord } from './shell-lexer.js';
+import type { ShellDialect, ShellWord } from './shell-lexer.js';
+import { display, options, type ParsedOptions } from './wrapper-options.js';
 
 /** Receives programs found in one simple command. */
 export interface ProgramCollector {
   program(name: string): void;
   /** something that cannot be known statically; makes the analysis non-analysable */
   problem(reason: string): void;
-  /** analyse a command string this command would run (`sh -c STRING`) */
-  analyseString(source: string): void;
-}
-
-/** Options of a wrapper: which take a value, and how many operands precede the command. */
-interface OptionSpec {
-  /** short options that take a value (`-n 5` or `-n5`) */
-  short?: string;
-  /** long options that take a value when written without `=` */
-  long?: readonly string[];
+  /** analyse a command string this command would run (`sh -c STRING`), read as `dialect` reads it (default: the current one) */
+  analyseString(source: string, dialect?: ShellDialect): void;
+  /** the shell reading the command at hand */
+  readonly dialect: ShellDialect;
 }
 
 type Handler = (words: readonly ShellWord[], next: number, out: ProgramCollector, name: string) => void;
 
-const SHELLS = ['sh', 'bash', 'dash', 'zsh', 'ksh', 'ash', 'mksh', 'posh', 'yash'];
+/** Shells whose grammar the analysis reads: dash (Debian's sh) and bash. */
+const ANALYSED_SHELLS: Readonly<Record<string, ShellDialect>> = { sh: 'dash', dash: 'dash', bash: 'bash' };
+/** Shells whose grammar it does not model: a command for one of them is not analysable. */
+const OTHER_SHELLS = ['zsh', 'ksh', 'ash', 'mksh', 'posh', 'yash', 'csh', 'tcsh', 'fish', 'ksh93', 'pdksh', 'rbash'];
+/** `set -o` names that change neither the grammar nor the start-up files. */
+const SAFE_SHELL_OPTIONS = new Set(['errexit', 'nounset', 'xtrace', 'verbose', 'pipefail', 'noglob', 'noclobber', 'allexport', 'noexec']);
+/** Commands that run code given to them as data, which no reading of the command line can see. */
+const CODE_RUNNING_BUILTINS = ['let', 'mapfile', 'readarray', 'declare', 'typeset', 'enable', 'complete', 'compgen', 'bind', 'fc', 'shopt', 'caller'];
 
 const HANDLERS: Readonly<Record<string, Handler>> = {
-  ...Object.fromEntries(SHELLS.map((shell) => [shell, shellHandler])),
+  ...Object.fromEntries(Object.keys(ANALYSED_SHELLS).map((shell) => [shell, shellHandler])),
+  ...Object.fromEntries(OTHER_SHELLS.map((shell) => [shell, (_words: readonly ShellWord[], _next: number, out: ProgramCollector, name: string) => out.problem(`the grammar of ${name} is not modelled (only sh as dash reads it, and bash)`)])),
+  ...Object.fromEntries(CODE_RUNNING_BUILTINS.map((builtin) => [builtin, (_words: readonly ShellWord[], _next: number, out: ProgramCollector, name: string) => out.problem(`${name} can run or change code given to it as data`)])),
   env: envHandler,
-  xargs: (words, next, out) => {
-    const rest = skipOptions(words, next, {
-      short: 'ILnPsdEa',
-      long: ['--arg-file', '--delimiter', '--eof', '--replace', '--max-lines', '--max-args', '--max-procs', '--max-chars', '--process-slot-var'],
-    });
-    if (rest.index < words.length) resolveCommand(words, out, rest.index);
-    else out.program('echo');
-  },
-  nohup: (words, next, out) => resolveCommand(words, out, skipOptions(words, next, {}).index),
-  setsid: (words, next, out) => resolveCommand(words, out, skipOptions(words, next, {}).index),
+  xargs: xargsHandler,
+  nohup: (words, next, out, name) => wrapped(words, out, options(words, next, out, name, {}), 0),
+  setsid: (words, next, out, name) => wrapped(words, out, options(words, next, out, name, { flags: 'cfw', longFlags: ['--ctty', '--fork', '--wait'] }), 0),
   builtin: (words, next, out) => resolveCommand(words, out, next),
-  exec: (words, next, out) => resolveCommand(words, out, skipOptions(words, next, { short: 'a' }).index),
-  nice: (words, next, out) => resolveCommand(words, out, skipOptions(words, next, { short: 'n', long: ['--adjustment'] }).index),
-  stdbuf: (words, next, out) => resolveCommand(words, out, skipOptions(words, next, { short: 'ioe', long: ['--input', '--output', '--error'] }).index),
-  ionice: (words, next, out) => resolveCommand(words, out, skipOptions(words, next, { short: 'cnp', long: ['--class', '--classdata', '--pid'] }).index),
-  doas: (words, next, out) => resolveCommand(words, out, skipOptions(words, next, { short: 'uC' }).index),
-  time: (words, next, out) => resolveCommand(words, out, skipOptions(words, next, { short: 'fo', long: ['--format', '--output'] }).index),
-  timeout: (words, next, out) => {
-    const rest = skipOptions(words, next, { short: 'sk', long: ['--signal', '--kill-after'] });
-    resolveCommand(words, out, rest.index + 1);
+  // dash's exec takes no options (bash's -a, -c and -l are refused by the unknown-option rule).
+  exec: (words, next, out, name) => wrapped(words, out, options(words, next, out, name, {}), 0),
+  nice: (words, next, out, name) => wrapped(words, out, options(words, next, out, name, { short: 'n', long: ['--adjustment'], numeric: true }), 0),
+  stdbuf: (words, next, out, name) => wrapped(words, out, options(words, next, out, name, { short: 'ioe', long: ['--input', '--output', '--error'] }), 0),
+  ionice: (words, next, out, name) => {
+    const rest = options(words, next, out, name, { flags: 't', short: 'cnpPu', long: ['--class', '--classdata', '--pid', '--pgid', '--uid'], longFlags: ['--ignore'] });
+    if (rest !== undefined && !['p', 'P', 'u', '--pid', '--pgid', '--uid'].some((flag) => rest.flags.has(flag))) resolveCommand(words, out, rest.index);
   },
-  taskset: (words, next, out) => {
-    const rest = skipOptions(words, next, {});
-    if (!rest.flags.has('p') && !rest.flags.has('--pid')) resolveCommand(words, out, rest.index + 1);
+  doas: (words, next, out, name) => wrapped(words, out, options(words, next, out, name, { flags: 'n', short: 'uC' }), 0),
+  time: (words, next, out, name) =>
+    wrapped(words, out, options(words, next, out, name, { flags: 'apqvV', short: 'fo', long: ['--format', '--output'], longFlags: ['--append', '--portability', '--quiet', '--verbose'] }), 0),
+  timeout: (words, next, out, name) =>
+    wrapped(words, out, options(words, next, out, name, { flags: 'v', short: 'sk', long: ['--signal', '--kill-after'], longFlags: ['--foreground', '--preserve-status', '--verbose'] }), 1),
+  taskset: (words, next, out, name) => {
+    const rest = options(words, next, out, name, { flags: 'acp', longFlags: ['--all-tasks', '--cpu-list', '--pid'] });
+    if (rest !== undefined && !rest.flags.has('p') && !rest.flags.has('--pid')) resolveCommand(words, out, rest.index + 1);
   },
-  chrt: (words, next, out) => {
-    const rest = skipOptions(words, next, { short: 'TPD', long: ['--sched-runtime', '--sched-period', '--sched-deadline'] });
-    if (!rest.flags.has('p') && !rest.flags.has('--pid')) resolveCommand(words, out, rest.index + 1);
+  chrt: (words, next, out, name) => {
+    const rest = options(words, next, out, name, {
+      flags: 'abdefimoprRv',
+      short: 'TPD',
+      long: ['--sched-runtime', '--sched-period', '--sched-deadline'],
+      longFlags: ['--all-tasks', '--batch', '--deadline', '--fifo', '--idle', '--max', '--other', '--pid', '--rr', '--reset-on-fork', '--verbose'],
+    });
+    if (rest !== undefined && !rest.flags.has('p') && !rest.flags.has('--pid')) resolveCommand(words, out, rest.index + 1);
   },
   chroot: (words, next, out, name) => {
-    const rest = skipOptions(words, next, { long: ['--userspec', '--groups'] });
+    const rest = options(words, next, out, name, { long: ['--userspec', '--groups'], longFlags: ['--skip-chdir'] });
+    if (rest === undefined) return;
     if (rest.index + 1 < words.length) resolveCommand(words, out, rest.index + 1);
     else out.problem(`${name} without a command starts a shell that reads standard input`);
   },
-  command: (words, next, out) => {
-    const rest = skipOptions(words, next, {});
+  command: (words, next, out, name) => {
+    const rest = options(words, next, out, name, { flags: 'pvV' });
     // `command -v rm` only looks rm up.
-    if (!rest.flags.has('v') && !rest.flags.has('V')) resolveCommand(words, out, rest.index);
+    if (rest !== undefined && !rest.flags.has('v') && !rest.flags.has('V')) resolveCommand(words, out, rest.index);
   },
-  sudo: (words, next, out) => {
-    const rest = skipOptions(words, next, { short: 'CDghpRrtTUu', long: ['--chdir', '--close-from', '--group', '--host', '--prompt', '--chroot', '--role', '--type', '--command-timeout', '--other-user', '--user'] });
-    if (rest.flags.has('e') || rest.flags.has('--edit')) return;
+  sudo: (words, next, out, name) => {
+    const rest = options(words, next, out, name, {
+      flags: 'AbBeEHhKklNnPSVv',
+      short: 'CDgpRrtTUu',
+      long: ['--chdir', '--close-from', '--group', '--host', '--prompt', '--chroot', '--role', '--type', '--command-timeout', '--other-user', '--user'],
+      longFlags: ['--askpass', '--background', '--bell', '--edit', '--set-home', '--remove-timestamp', '--reset-timestamp', '--non-interactive', '--preserve-groups', '--stdin', '--list', '--validate', '--version', '--help'],
+      longOptional: ['--preserve-env'],
+    });
+    if (rest === undefined || rest.flags.has('e') || rest.flags.has('--edit')) return;
     let index = rest.index;
     while (words[index]?.assignment === true) index++;
     resolveCommand(words, out, index);
@@ -83,15 +95,35 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
     if (words.slice(next).some((word) => word.text === '-c' || word.text.startsWith('--command'))) {
       return stringOptionHandler(words, next, out, name);
     }
-    resolveCommand(words, out, skipOptions(words, next, { short: 'wE', long: ['--timeout', '--conflict-exit-code'] }).index + 1);
+    const rest = options(words, next, out, name, {
+      flags: 'sexnouFhV',
+      short: 'wE',
+      long: ['--timeout', '--conflict-exit-code'],
+      longFlags: ['--shared', '--exclusive', '--nonblock', '--nb', '--close', '--unlock', '--no-fork', '--verbose'],
+    });
+    wrapped(words, out, rest, 1);
   },
-  watch: (words, next, out) => {
-    const rest = skipOptions(words, next, { short: 'nq', long: ['--interval', '--equexit'] });
+  watch: (words, next, out, name) => {
+    const rest = options(words, next, out, name, {
+      flags: 'bceghptwx',
+      short: 'nq',
+      optional: 'd',
+      long: ['--interval', '--equexit'],
+      longFlags: ['--beep', '--color', '--no-color', '--errexit', '--chgexit', '--exec', '--no-title', '--precise', '--no-wrap', '--no-linewrap'],
+      longOptional: ['--differences'],
+    });
+    if (rest === undefined) return;
     if (rest.flags.has('x') || rest.flags.has('--exec')) return resolveCommand(words, out, rest.index);
-    joinAndAnalyse(words.slice(rest.index), out, 'watch');
+    joinAndAnalyse(words.slice(rest.index), out, 'watch', 'dash');
   },
   busybox: (words, next, out) => {
-    if (words[next]?.text.startsWith('-') !== true) resolveCommand(words, out, next);
+    const applet = words[next];
+    if (applet === undefined || applet.text.startsWith('-')) return;
+    if (!applet.dynamic && posix.basename(applet.text) in ANALYSED_SHELLS) {
+      out.program(posix.basename(applet.text));
+      return out.problem("busybox's shell is ash, whose grammar is not modelled");
+    }
+    resolveCommand(words, out, next);
   },
   find: findHandler,
   eval: (words, next, out) => {
@@ -101,12 +133,44 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
   source: (words, next, out, name) => out.problem(`${name} runs the script ${display(words[next])}, which cannot be analysed`),
   '.': (words, next, out, name) => out.problem(`${name} runs the script ${display(words[next])}, which cannot be analysed`),
   alias: (_words, _next, out) => out.problem('alias changes what later command names run'),
-  trap: (words, next, out) => {
-    const rest = skipOptions(words, next, {});
-    const action = words[rest.index];
-    if (action !== undefined && rest.index + 1 < words.length && action.text !== '-') analyseWord(action, out, 'trap');
+  // bash's `local -i x=$y` evaluates the value of y as arithmetic, array subscripts (and their substitutions) included.
+  local: (words, next, out, name) => {
+    if (words.slice(next).some((word) => /^[-+][A-Za-z]*i/.test(word.text))) out.problem(`${name} -i evaluates values as arithmetic, which runs substitutions in bash`);
+    namesOnlyKnownAtRunTime(words, next, out, name);
+  },
+  ...Object.fromEntries(['unset', 'read', 'export', 'readonly', 'getopts', 'wait'].map((builtin) => [builtin, namesOnlyKnownAtRunTime])),
+  printf: (words, next, out, name) => {
+    if (words.slice(next).some((word) => /^-[A-Za-z]*v/.test(word.text))) namesOnlyKnownAtRunTime(words, next, out, name);
+  },
+  ...Object.fromEntries(
+    ['test', '['].map((builtin) => [
+      builtin,
+      (words: readonly ShellWord[], next: number, out: ProgramCollector, name: string) => {
+        if (words.slice(next).some((word) => word.text === '-v' || word.text === '-R')) namesOnlyKnownAtRunTime(words, next, out, name);
+      },
+    ]),
+  ),
+  // `hash -p /bin/rm ls` (bash) makes ls run rm.
+  hash: (words, next, out, name) => {
+    if (words.slice(next).some((word) => /^-[A-Za-z]*p/.test(word.text) || word.dynamic)) out.problem(`${name} -p sets the file a command name runs`);
+  },
+  trap: (words, next, out, name) => {
+    const rest = options(words, next, out, name, { flags: 'lp' });
+    const action = rest === undefined ? undefined : words[rest.index];
+    if (rest !== undefined && action !== undefined && rest.index + 1 < words.length && action.text !== '-') analyseWord(action, out, 'trap');
   },
 };
+
+/**
+ * bash evaluates an array subscript in a variable name given as data
+ * (`unset "$n"`, `test -v "$n"`, `printf -v "$n"`), substitutions included:
+ * `n='a[$(rm x)]'` runs rm. Under bash, such a name only known at run time is a problem.
+ */
+function namesOnlyKnownAtRunTime(words: readonly ShellWord[], next: number, out: ProgramCollector, name: string): void {
+  if (out.dialect !== 'bash') return;
+  const dynamic = words.slice(next).find((word) => word.dynamic);
+  if (dynamic !== undefined) out.problem(`${name} under bash may evaluate ${display(dynamic)} as a name with an array subscript, substitutions included`);
+}
 
 /** Records the program run by `words[start]` and, for wrappers, the programs it runs. */
 export function resolveCommand(words: readonly ShellWord[], out: ProgramCollector, start = 0): void {
@@ -120,53 +184,26 @@ export function resolveCommand(words: readonly ShellWord[], out: ProgramCollecto
   HANDLERS[name]?.(words, start + 1, out, name);
 }
 
-interface ParsedOptions {
-  /** index of the first operand */
-  index: number;
-  /** short option letters and long option names seen */
-  flags: Set<string>;
-  /** values of options that take one */
-  values: Map<string, ShellWord>;
-}
-
-function skipOptions(words: readonly ShellWord[], start: number, spec: OptionSpec): ParsedOptions {
-  const flags = new Set<string>();
-  const values = new Map<string, ShellWord>();
-  let index = start;
-  for (; index < words.length; index++) {
-    const word = words[index];
-    if (word === undefined || word.dynamic) break;
-    const text = word.text;
-    if (text === '--') return { index: index + 1, flags, values };
-    if (!text.startsWith('-') || text === '-') break;
-    if (text.startsWith('--')) {
-      const [long = text, inline] = text.split(/=(.*)/s);
-      flags.add(long);
-      if (inline !== undefined) values.set(long, { ...word, text: inline });
-      else if (spec.long?.includes(long) === true) {
-        index++;
-        if (words[index] !== undefined) values.set(long, words[index] as ShellWord);
-      }
-      continue;
-    }
-    for (let at = 1; at < text.length; at++) {
-      const letter = text[at] ?? '';
-      flags.add(letter);
-      if (spec.short?.includes(letter) !== true) continue;
-      if (at + 1 < text.length) values.set(letter, { ...word, text: text.slice(at + 1) });
-      else if (words[index + 1] !== undefined) values.set(letter, words[++index] as ShellWord);
-      break;
-    }
+/** Resolves the command `skip` operands after a wrapper's options (`timeout 5 CMD`). */
+function wrapped(words: readonly ShellWord[], out: ProgramCollector, rest: ParsedOptions | undefined, skip: number): void {
+  if (rest === undefined) return;
+  for (let index = rest.index; index < rest.index + skip && index < words.length; index++) {
+    const operand = words[index] as ShellWord;
+    if (operand.dynamic || operand.pattern) return out.problem(`the argument ${display(operand)} may become other words at run time`);
   }
-  return { index, flags, values };
+  resolveCommand(words, out, rest.index + skip);
 }
 
+// `sh [options] -c STRING [NAME [ARGS]]`: options that change neither the
+// grammar nor the files read at start-up; a login (-l) or interactive (-i)
+// shell reads profile files first, and `-O`, `--posix` change the grammar.
 function shellHandler(words: readonly ShellWord[], next: number, out: ProgramCollector, name: string): void {
+  const dialect = ANALYSED_SHELLS[name] ?? 'dash';
   let hasCommand = false;
   let index = next;
   for (; index < words.length; index++) {
     const word = words[index] as ShellWord;
-    if (word.dynamic) {
+    if (word.dynamic || word.pattern) {
       if (hasCommand) break;
       return out.problem(`${name} is given a script or options only known at run time: ${display(word)}`);
     }
@@ -177,38 +214,89 @@ function shellHandler(words: readonly ShellWord[], next: number, out: ProgramCol
     }
     if (text === '--version' || text === '--help') return;
     if (text.startsWith('--')) {
-      if (text === '--rcfile' || text === '--init-file') index++;
-      continue;
+      if (dialect === 'bash' && (text === '--norc' || text === '--noprofile')) continue;
+      return out.problem(`${name}: the option ${JSON.stringify(text)} is not one the analysis knows`);
     }
     if (!/^[-+]./.test(text)) break;
-    if (text.includes('c')) hasCommand = true;
-    if (/[oO]/.test(text)) index++;
+    for (const letter of text.slice(1)) {
+      if (letter === 'c' && text.startsWith('-')) hasCommand = true;
+      else if (letter === 'o') {
+        const option = words[++index];
+        if (option === undefined || !SAFE_SHELL_OPTIONS.has(option.text) || option.dynamic) {
+          return out.problem(`${name}: the option -o ${display(option)} is not one the analysis knows`);
+        }
+      } else if (letter === 's') return out.problem(`${name} -s reads commands from standard input`);
+      else if (letter === 'l' || letter === 'i') return out.problem(`${name} -${letter} reads start-up files before the command`);
+      else if (!'aCefnuvx'.includes(letter)) return out.problem(`${name}: the option -${letter} is not one the analysis knows`);
+    }
   }
   const operand = words[index];
   if (hasCommand) {
     if (operand === undefined) return out.problem(`${name} -c is missing its command string`);
-    return analyseWord(operand, out, `${name} -c`);
+    if (operand.dynamic) return out.problem(`${name} -c runs a command string only known at run time: ${display(operand)}`);
+    return out.analyseString(operand.text, dialect);
   }
   if (operand !== undefined) return out.problem(`${name} runs the script ${display(operand)}, which cannot be analysed`);
   out.problem(`${name} reads commands from standard input`);
 }
 
-function envHandler(words: readonly ShellWord[], next: number, out: ProgramCollector): void {
-  const rest = skipOptions(words, next, { short: 'uCPS', long: ['--unset', '--chdir', '--split-string', '--block-signal', '--default-signal', '--ignore-signal'] });
-  const split = rest.values.get('S') ?? rest.values.get('--split-string');
-  if (split !== undefined) return analyseWord(split, out, 'env -S');
+function envHandler(words: readonly ShellWord[], next: number, out: ProgramCollector, name: string): void {
+  // env -S (--split-string) splits its argument by rules of its own (`\_` is a blank): an unknown option here.
+  const rest = options(words, next, out, name, {
+    flags: 'i0v',
+    short: 'uC',
+    long: ['--unset', '--chdir'],
+    longFlags: ['--ignore-environment', '--null', '--debug', '--list-signal-handling'],
+    longOptional: ['--block-signal', '--default-signal', '--ignore-signal'],
+  });
+  if (rest === undefined) return;
   let index = rest.index;
-  while (words[index]?.assignment === true || (words[index]?.text.includes('=') === true && !words[index]?.dynamic)) index++;
+  // `env -` is `env -i`.
+  if (words[index]?.text === '-' && words[index]?.dynamic === false) index++;
+  for (; index < words.length; index++) {
+    const word = words[index] as ShellWord;
+    if (word.pattern) return out.problem(`env: the argument ${display(word)} may become other words at run time`);
+    if (!(word.assignment || (word.text.includes('=') && !word.dynamic))) break;
+  }
   resolveCommand(words, out, index);
 }
 
+function xargsHandler(words: readonly ShellWord[], next: number, out: ProgramCollector, name: string): void {
+  const rest = options(words, next, out, name, {
+    flags: '0oprtx',
+    short: 'aEIdLnPs',
+    optional: 'eil',
+    long: ['--arg-file', '--delimiter', '--max-args', '--max-procs', '--max-chars', '--process-slot-var'],
+    longFlags: ['--null', '--no-run-if-empty', '--verbose', '--interactive', '--exit', '--open-tty', '--show-limits'],
+    longOptional: ['--eof', '--replace', '--max-lines'],
+  });
+  if (rest === undefined) return;
+  if (rest.index >= words.length) return out.program('echo');
+  const replacing = rest.flags.has('I') || rest.flags.has('i') || rest.flags.has('--replace');
+  const replace = rest.values.get('I')?.text ?? rest.values.get('i')?.text ?? rest.values.get('--replace')?.text ?? '';
+  const marker = !replacing ? undefined : replace === '' ? '{}' : replace;
+  // What xargs puts in from its input is data only known at run time: inside words it replaces, or as words appended at the end.
+  const command = words.slice(rest.index).map((word) => (marker !== undefined && word.text.includes(marker) ? { ...word, dynamic: true } : word));
+  if (marker === undefined) command.push(INPUT_WORD);
+  resolveCommand(command, out);
+}
+
+/** The arguments xargs appends from its input. */
+const INPUT_WORD: ShellWord = { text: '', raw: '(arguments from standard input)', quoted: false, dynamic: true, pattern: false, assignment: false };
+
+// su, runuser and flock -c hand the string to a shell chosen at run time
+// (the user's login shell, $SHELL): its programs are listed, but not as dash's.
 function stringOptionHandler(words: readonly ShellWord[], next: number, out: ProgramCollector, name: string): void {
+  const check = (word: ShellWord): void => {
+    out.problem(`${name} -c runs its string with a shell chosen at run time, whose grammar is not known`);
+    analyseWord(word, out, `${name} -c`);
+  };
   for (let index = next; index < words.length; index++) {
     const text = words[index]?.text ?? '';
-    if (text.startsWith('--command=')) return analyseWord({ ...(words[index] as ShellWord), text: text.slice(10) }, out, `${name} -c`);
+    if (text.startsWith('--command=')) return check({ ...(words[index] as ShellWord), text: text.slice(10) });
     if (text === '--command' || /^-[A-Za-z]*c$/.test(text)) {
       const string = words[index + 1];
-      return string === undefined ? out.problem(`${name} -c is missing its command string`) : analyseWord(string, out, `${name} -c`);
+      return string === undefined ? out.problem(`${name} -c is missing its command string`) : check(string);
     }
   }
   out.problem(`${name} without -c starts a shell that reads standard input`);
@@ -221,7 +309,11 @@ function findHandler(words: readonly ShellWord[], next: number, out: ProgramColl
     const start = index + 1;
     let end = start;
     while (end < words.length && words[end]?.text !== ';' && !(words[end]?.text === '+' && words[end - 1]?.text === '{}')) end++;
-    resolveCommand(words.slice(start, end), out);
+    // find puts each file name in place of `{}`, inside words too: data only known at run time.
+    resolveCommand(
+      words.slice(start, end).map((word) => (word.text.includes('{}') ? { ...word, dynamic: true } : word)),
+      out,
+    );
     index = end;
   }
 }
@@ -231,14 +323,11 @@ function analyseWord(word: ShellWord, out: ProgramCollector, what: string): void
   out.analyseString(word.text);
 }
 
-function joinAndAnalyse(words: readonly ShellWord[], out: ProgramCollector, what: string): void {
+function joinAndAnalyse(words: readonly ShellWord[], out: ProgramCollector, what: string, dialect?: ShellDialect): void {
   const dynamic = words.find((word) => word.dynamic);
   if (dynamic !== undefined) return out.problem(`${what} runs a command string only known at run time: ${display(dynamic)}`);
-  out.analyseString(words.map((word) => word.text).join(' '));
-}
-
-function display(word: ShellWord | undefined): string {
-  if (word === undefined) return '(none)';
-  const shown = word.raw === '' ? word.text : word.raw;
-  return JSON.stringify(shown.length > 60 ? `${shown.slice(0, 57)}...` : shown);
+  out.analyseString(
+    words.map((word) => word.text).join(' '),
+    dialect,
+  );
 }

@@ -3,9 +3,12 @@
  * match on the answer (`context.programs.contains("rm")`), so it looks through
  * quoting, substitutions and wrappers, and says so instead of guessing when a
  * command cannot be known before it runs (`$CMD x`, `eval`, `sh script.sh`).
+ * A command string is read as the shell that runs it reads it: dash for
+ * `/bin/sh -c` (the exec tool) and `sh -c`, bash only under `bash -c`; what
+ * it cannot read exactly is not analysable (ADR 0022).
  */
 import { resolveCommand, type ProgramCollector } from './command-wrappers.js';
-import { ShellLexer, ShellSyntaxError, type ShellLexerHooks, type ShellWord } from './shell-lexer.js';
+import { type ShellDialect, ShellLexer, ShellSyntaxError, ShellUnmodelledError, type ShellLexerHooks, type ShellWord } from './shell-lexer.js';
 import { ShellParser, type ShellCommandSink } from './shell-parser.js';
 
 /** What a command would run, as far as can be told without running it. */
@@ -47,6 +50,11 @@ class Analysis implements ProgramCollector, ShellCommandSink, ShellLexerHooks {
   readonly #programs = new Set<string>();
   readonly #reasons: string[] = [];
   #depth = 0;
+  #dialect: ShellDialect = 'dash';
+
+  get dialect(): ShellDialect {
+    return this.#dialect;
+  }
 
   program(name: string): void {
     this.#programs.add(name);
@@ -68,7 +76,7 @@ class Analysis implements ProgramCollector, ShellCommandSink, ShellLexerHooks {
     this.analyseString(source);
   }
 
-  analyseString(source: string): void {
+  analyseString(source: string, dialect: ShellDialect = this.#dialect): void {
     if (source.length > MAX_ANALYSED_COMMAND_LENGTH) {
       return this.problem(`the command is longer than ${MAX_ANALYSED_COMMAND_LENGTH} characters`);
     }
@@ -76,13 +84,18 @@ class Analysis implements ProgramCollector, ShellCommandSink, ShellLexerHooks {
       return this.problem(`commands are nested more than ${MAX_ANALYSIS_DEPTH} levels deep`);
     }
     this.#depth++;
+    const outer = this.#dialect;
+    this.#dialect = dialect;
     try {
-      new ShellParser(new ShellLexer(source, this), this).parseProgram();
+      new ShellParser(new ShellLexer(source, this, dialect), this).parseProgram();
     } catch (error) {
-      if (error instanceof ShellSyntaxError) this.problem(`syntax error: ${error.message}`);
+      const shell = dialect === 'dash' ? '/bin/sh (dash)' : 'bash';
+      if (error instanceof ShellUnmodelledError) this.problem(`not read exactly as ${shell} reads it: ${error.message}`);
+      else if (error instanceof ShellSyntaxError) this.problem(`syntax error: ${error.message}`);
       else if (error instanceof RangeError) this.problem('the command is nested too deeply to analyse');
       else throw error;
     } finally {
+      this.#dialect = outer;
       this.#depth--;
     }
   }

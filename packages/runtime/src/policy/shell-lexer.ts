@@ -1,8 +1,11 @@
 /**
- * Tokenizer for POSIX sh (plus the bash forms agents write: `$'…'`, `<(…)`,
- * `&>`, `|&`). Quote removal happens here, so `"r""m"` is the word `rm`.
- * Command substitutions are handed to hooks as they are met, so a program
- * inside `$(…)`, backticks or a here-document body is never missed.
+ * Tokenizer for the shell language as dash (Debian's `/bin/sh`) reads it.
+ * Quote removal happens here, so `"r""m"` is the word `rm`. Command
+ * substitutions are handed to hooks as they are met, so a program inside
+ * `$(…)`, backticks or a here-document body is never missed. It is strict:
+ * anything dash would read differently from bash, or that it cannot model
+ * exactly (control characters, `$'…'`, `<(…)`, `&>`, `|&`, `<<<`, arrays,
+ * `${…}` forms beyond POSIX), throws ShellUnmodelledError (ADR 0022).
  */
 
 /** One word after quote removal, and what the shell would still do to it. */
@@ -41,11 +44,24 @@ export class ShellSyntaxError extends Error {
   override name = 'ShellSyntaxError';
 }
 
-const OPERATORS = [';;&', '&&', '||', ';;', ';&', '|&', '|', '&', ';', '(', ')'];
-const REDIRECTS = ['<<<', '<<-', '&>>', '<<', '<&', '<>', '>>', '>&', '>|', '&>', '<', '>'];
+/** A construct that is valid somewhere but not read exactly here: bash-only syntax, control characters. */
+export class ShellUnmodelledError extends ShellSyntaxError {
+  override name = 'ShellUnmodelledError';
+}
+
+/** Characters below space other than tab and newline, and DEL: dash reads them as word characters, readers of the command may not. */
+const CONTROL_CHARACTER = /[\x00-\x08\x0b-\x1f\x7f]/;
+/** Operators bash reads but dash reads as something else (or refuses). */
+const BASH_OPERATORS = ['<<<', '&>>', '&>', '|&', ';;&', ';&', '<(', '>('];
+
+const OPERATORS = ['&&', '||', ';;', '|', '&', ';', '(', ')'];
+const REDIRECTS = ['<<-', '<<', '<&', '<>', '>>', '>&', '>|', '<', '>'];
 const WORD_END = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 const SPECIAL = new Set([...WORD_END, '\\', "'", '"', '$', '`']);
-const ASSIGNMENT = /[A-Za-z_][A-Za-z0-9_]*\+?=/y;
+const ASSIGNMENT = /[A-Za-z_][A-Za-z0-9_]*=/y;
+const PARAMETER = /[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*?$!]/y;
+const PARAMETER_OPERATOR = /:?[-=?+]|%%?|##?/y;
+const ARITHMETIC = /[A-Za-z0-9_ \t\n+\-*/%<>=!&|^~?:,]/;
 const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
 const BRACE_EXPANSION = /\{[^{}]*(,|\.\.)[^{}]*\}/;
 
@@ -54,6 +70,12 @@ interface PendingHeredoc {
   stripTabs: boolean;
   expand: boolean;
 }
+
+/**
+ * Which shell runs the source: dash (`/bin/sh`, `sh -c`), or bash (`bash -c`),
+ * read through the same strict subset plus the few refusals bash needs.
+ */
+export type ShellDialect = 'dash' | 'bash';
 
 /** Turns sh source into tokens, one at a time, as the parser asks. */
 export class ShellLexer {
@@ -64,7 +86,14 @@ export class ShellLexer {
   constructor(
     readonly source: string,
     private readonly hooks: ShellLexerHooks,
-  ) {}
+    readonly dialect: ShellDialect = 'dash',
+  ) {
+    const control = CONTROL_CHARACTER.exec(source);
+    if (control !== null) {
+      const code = control[0].charCodeAt(0).toString(16).padStart(4, '0').toUpperCase();
+      throw new ShellUnmodelledError(`the control character U+${code} is not read the same by every reader of the command`);
+    }
+  }
 
   /** Offset of the next character to read. */
   get position(): number {
@@ -85,11 +114,8 @@ export class ShellLexer {
       this.#readHeredocBodies();
       return { kind: 'op', op: '\n', start, end: this.#pos };
     }
-    if ((char === '<' || char === '>') && this.source[start + 1] === '(') {
-      this.#pos += 2;
-      this.hooks.substitution(this);
-      return { kind: 'word', word: processSubstitution(this.source.slice(start, this.#pos)), start, end: this.#pos };
-    }
+    const bash = BASH_OPERATORS.find((op) => this.source.startsWith(op, start));
+    if (bash !== undefined) throw new ShellUnmodelledError(`"${bash}" is bash syntax; /bin/sh (dash) reads it otherwise`);
     const redirect = REDIRECTS.find((op) => this.source.startsWith(op, start));
     if (redirect !== undefined) {
       this.#pos += redirect.length;
@@ -103,6 +129,8 @@ export class ShellLexer {
     const word = this.#readWord();
     const after = this.source[this.#pos];
     if (/^[0-9]+$/.test(word.raw) && (after === '<' || after === '>')) {
+      const bashRedirect = BASH_OPERATORS.find((candidate) => this.source.startsWith(candidate, this.#pos));
+      if (bashRedirect !== undefined) throw new ShellUnmodelledError(`"${bashRedirect}" is bash syntax; /bin/sh (dash) reads it otherwise`);
       const fdRedirect = REDIRECTS.find((candidate) => this.source.startsWith(candidate, this.#pos)) ?? after;
       this.#pos += fdRedirect.length;
       return { kind: 'redirect', op: fdRedirect, start, end: this.#pos };
@@ -112,6 +140,7 @@ export class ShellLexer {
 
   /** Registers a here-document whose body starts after the next newline. */
   queueHeredoc(delimiter: ShellWord, stripTabs: boolean): void {
+    if (delimiter.dynamic) throw new ShellUnmodelledError(`the here-document delimiter ${JSON.stringify(delimiter.raw)} contains an expansion`);
     this.#pending.push({ delimiter: delimiter.text, stripTabs, expand: !delimiter.quoted });
   }
 
@@ -130,7 +159,7 @@ export class ShellLexer {
   #skipBlanks(): void {
     for (;;) {
       const char = this.source[this.#pos];
-      if (char === ' ' || char === '\t' || char === '\r') this.#pos++;
+      if (char === ' ' || char === '\t') this.#pos++;
       else if (char === '\\' && this.source[this.#pos + 1] === '\n') this.#pos += 2;
       else if (char === '#') {
         const newline = this.source.indexOf('\n', this.#pos);
@@ -149,7 +178,7 @@ export class ShellLexer {
       word.assignment = true;
       word.text = assignment[0];
       this.#pos += assignment[0].length;
-      if (this.source[this.#pos] === '(') this.#readArrayValue(word);
+      if (this.source[this.#pos] === '(') throw new ShellUnmodelledError('an array value "NAME=(…)" is bash syntax; /bin/sh (dash) refuses it');
     }
     for (;;) {
       const char = this.source[this.#pos];
@@ -185,27 +214,11 @@ export class ShellLexer {
     }
     if (BRACE_EXPANSION.test(unquoted)) word.pattern = true;
     word.raw = this.source.slice(start, this.#pos);
-    return word;
-  }
-
-  // `NAME=(a b c)`: a bash array value; read to the matching paren.
-  #readArrayValue(word: ShellWord): void {
-    let depth = 0;
-    while (this.#pos < this.source.length) {
-      const char = this.source[this.#pos];
-      if (char === '(') depth++;
-      else if (char === ')') depth--;
-      else if (char === '$') {
-        this.#readDollar(word, false);
-        continue;
-      } else if (char === '`') {
-        this.#readBackticks(word, false);
-        continue;
-      }
-      this.#pos++;
-      if (depth === 0) return;
+    // bash evaluates an array subscript in a name given as data (`printf -v`, `test -v`, `unset`), substitutions included.
+    if (this.dialect === 'bash' && (/\[[^\]]*[$`]/.test(word.text) || /\[[^\]]*[$`]/.test(word.raw))) {
+      throw new ShellUnmodelledError(`bash may evaluate ${JSON.stringify(word.raw)} as an array subscript`);
     }
-    throw new ShellSyntaxError('an array value "(" is never closed');
+    return word;
   }
 
   #readDoubleQuoted(word: ShellWord): void {
@@ -238,11 +251,8 @@ export class ShellLexer {
 
   #readDollar(word: ShellWord, inDoubleQuotes: boolean): void {
     const next = this.source[this.#pos + 1];
-    if (next === "'" && !inDoubleQuotes) {
-      this.#readAnsiC(word);
-    } else if (next === '"' && !inDoubleQuotes) {
-      this.#pos++;
-      this.#readDoubleQuoted(word);
+    if ((next === "'" || next === '"') && !inDoubleQuotes) {
+      throw new ShellUnmodelledError(`"$${next}" quoting is bash syntax; /bin/sh (dash) reads it as "$" and a quote`);
     } else if (next === '(' && this.source[this.#pos + 2] === '(') {
       this.#pos += 3;
       this.#readArithmetic();
@@ -253,7 +263,7 @@ export class ShellLexer {
       word.dynamic = true;
     } else if (next === '{') {
       this.#pos += 2;
-      this.#readBracedParameter();
+      this.#readBracedParameter(inDoubleQuotes);
       word.dynamic = true;
     } else if (next !== undefined && /[A-Za-z_]/.test(next)) {
       NAME.lastIndex = this.#pos + 1;
@@ -268,40 +278,80 @@ export class ShellLexer {
     }
   }
 
-  #readBracedParameter(): void {
+  // `${…}` as dash reads it: a parameter, then `}` or one POSIX operator and
+  // a word up to the first unquoted `}` (dash does not count braces).
+  #readBracedParameter(inDoubleQuotes: boolean): void {
     const sink = emptyWord();
-    let depth = 1;
+    const unmodelled = (what: string): ShellUnmodelledError => new ShellUnmodelledError(`${what} in "\${…}" is not read exactly as /bin/sh (dash) reads it`);
+    if (this.source[this.#pos] === '#' && this.source[this.#pos + 1] === '}') {
+      this.#pos += 2;
+      return;
+    }
+    const length = this.source[this.#pos] === '#';
+    if (length) this.#pos++;
+    PARAMETER.lastIndex = this.#pos;
+    const name = PARAMETER.exec(this.source);
+    if (name === null) {
+      if (this.#pos >= this.source.length) throw new ShellSyntaxError('a "${" is never closed');
+      throw unmodelled(`the parameter name ${JSON.stringify(this.source.slice(this.#pos, this.#pos + 10))}`);
+    }
+    this.#pos += name[0].length;
+    if (this.source[this.#pos] === '}') {
+      this.#pos++;
+      return;
+    }
+    if (this.#pos >= this.source.length) throw new ShellSyntaxError('a "${" is never closed');
+    PARAMETER_OPERATOR.lastIndex = this.#pos;
+    const operator = length ? null : PARAMETER_OPERATOR.exec(this.source);
+    if (operator === null) throw unmodelled(`the operator ${JSON.stringify(this.source.slice(this.#pos, this.#pos + 10))}`);
+    this.#pos += operator[0].length;
     for (;;) {
       const char = this.source[this.#pos];
       if (char === undefined) throw new ShellSyntaxError('a "${" is never closed');
-      if (char === '}' && --depth === 0) {
+      if (char === '}') {
         this.#pos++;
         return;
       }
-      if (char === '{') depth++;
-      if (char === '\\') this.#pos += 2;
-      else if (char === '"') this.#readDoubleQuoted(sink);
-      else if (char === '$') this.#readDollar(sink, true);
-      else if (char === '`') this.#readBackticks(sink, true);
+      if (char === '{') throw unmodelled('a "{"');
+      if (char === '\\') {
+        if (this.source[this.#pos + 1] === undefined) throw new ShellSyntaxError('a "${" is never closed');
+        this.#pos += 2;
+      } else if (char === "'" || char === '"') {
+        if (inDoubleQuotes) throw unmodelled('a quote inside double quotes');
+        if (char === '"') this.#readDoubleQuoted(sink);
+        else {
+          const close = this.source.indexOf("'", this.#pos + 1);
+          if (close === -1) throw new ShellSyntaxError('a single quote is never closed');
+          this.#pos = close + 1;
+        }
+      } else if (char === '$') this.#readDollar(sink, inDoubleQuotes);
+      else if (char === '`') this.#readBackticks(sink, inDoubleQuotes);
       else this.#pos++;
     }
   }
 
+  // `$((…))`: only the characters of arithmetic and `$` expansions; quotes,
+  // backslashes and backquotes are refused rather than guessed at.
   #readArithmetic(): void {
     const sink = emptyWord();
     let depth = 0;
     for (;;) {
       const char = this.source[this.#pos];
       if (char === undefined) throw new ShellSyntaxError('a "$((" is never closed');
-      if (char === ')' && depth === 0 && this.source[this.#pos + 1] === ')') {
+      if (char === ')' && depth === 0) {
+        if (this.source[this.#pos + 1] !== ')') throw new ShellUnmodelledError('a "$((" closed by a single ")" is not read exactly as /bin/sh (dash) reads it');
         this.#pos += 2;
         return;
       }
       if (char === '(') depth++;
-      if (char === ')') depth--;
-      if (char === '$') this.#readDollar(sink, true);
-      else if (char === '`') this.#readBackticks(sink, true);
-      else this.#pos++;
+      else if (char === ')') depth--;
+      else if (char === '$' && this.dialect === 'dash') {
+        this.#readDollar(sink, true);
+        continue;
+      } else if (this.dialect === 'bash' && /[A-Za-z_$]/.test(char)) {
+        throw new ShellUnmodelledError('bash evaluates the value of a variable in "$((…))" as an expression, substitutions included');
+      } else if (!ARITHMETIC.test(char)) throw new ShellUnmodelledError(`${JSON.stringify(char)} inside "$((…))" is not read exactly as /bin/sh (dash) reads it`);
+      this.#pos++;
     }
   }
 
@@ -324,31 +374,8 @@ export class ShellLexer {
     }
     this.#pos++;
     word.dynamic = true;
+    if (this.#pending.length > 0 && body.includes('\n')) throw new ShellUnmodelledError('a backquoted command spanning lines before a pending here-document');
     this.hooks.nested(body);
-  }
-
-  #readAnsiC(word: ShellWord): void {
-    word.quoted = true;
-    this.#pos += 2;
-    for (;;) {
-      const char = this.source[this.#pos];
-      if (char === undefined) throw new ShellSyntaxError("a $' quote is never closed");
-      if (char === "'") {
-        this.#pos++;
-        return;
-      }
-      if (char !== '\\') {
-        word.text += char;
-        this.#pos++;
-        continue;
-      }
-      const escape = /^\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)/s.exec(
-        this.source.slice(this.#pos, this.#pos + 11),
-      );
-      const body = escape?.[1] ?? '';
-      word.text += decodeAnsiEscape(body);
-      this.#pos += 1 + Math.max(body.length, 1);
-    }
   }
 
   #readHeredocBodies(): void {
@@ -365,27 +392,13 @@ export class ShellLexer {
         if ((heredoc.stripTabs ? line.replace(/^\t+/, '') : line) === heredoc.delimiter) break;
         body += `${line}\n`;
       }
-      if (heredoc.expand) new ShellLexer(body, this.hooks).scanExpansions();
+      // dash joins a backslash-newline of an expanded body before it looks for the delimiter.
+      if (heredoc.expand && body.includes('\\\n')) throw new ShellUnmodelledError('a backslash-newline in a here-document body is not read exactly as /bin/sh (dash) reads it');
+      if (heredoc.expand) new ShellLexer(body, this.hooks, this.dialect).scanExpansions();
     }
   }
 }
 
 function emptyWord(): ShellWord {
   return { text: '', raw: '', quoted: false, dynamic: false, pattern: false, assignment: false };
-}
-
-function processSubstitution(raw: string): ShellWord {
-  return { text: '', raw, quoted: false, dynamic: true, pattern: false, assignment: false };
-}
-
-const SIMPLE_ESCAPES: Readonly<Record<string, string>> = {
-  a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v',
-};
-
-function decodeAnsiEscape(body: string): string {
-  const head = body[0] ?? '';
-  if (head === 'x' || head === 'u' || head === 'U') return String.fromCodePoint(Math.min(parseInt(body.slice(1), 16), 0x10ffff));
-  if (/^[0-7]/.test(body)) return String.fromCharCode(parseInt(body, 8) & 0xff);
-  if (head === 'c') return String.fromCharCode((body.charCodeAt(1) || 64) & 0x1f);
-  return SIMPLE_ESCAPES[head] ?? head;
 }

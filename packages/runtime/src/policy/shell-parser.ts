@@ -1,11 +1,11 @@
 /**
- * A lenient parser for POSIX sh that finds every simple command: through
+ * A parser for the shell language as dash reads it that finds every simple command: through
  * lists, pipelines, subshells, groups, if/while/until/for/case, function
  * definitions and substitutions. It does not build a tree: it only needs to
  * know which words are in command position, so it tracks that and the
  * parentheses that change what `)` means.
  */
-import { type ShellLexer, ShellSyntaxError, type ShellToken, type ShellWord } from './shell-lexer.js';
+import { type ShellLexer, ShellSyntaxError, type ShellToken, ShellUnmodelledError, type ShellWord } from './shell-lexer.js';
 
 /** Receives what the parser finds. */
 export interface ShellCommandSink {
@@ -15,9 +15,11 @@ export interface ShellCommandSink {
 
 type Frame = 'subshell' | 'case';
 
-const STAY_AT_START = new Set(['if', 'then', 'else', 'elif', 'do', 'while', 'until', '{', '!', 'coproc']);
+const STAY_AT_START = new Set(['if', 'then', 'else', 'elif', 'do', 'while', 'until', '{', '!']);
+/** Reserved words of bash that dash reads as command names: refused rather than read one way or the other. */
+const BASH_KEYWORDS = new Set(['[[', ']]', 'function', 'select', 'coproc']);
 const END_COMPOUND = new Set(['fi', 'done', '}']);
-const CONTROL = new Set([';', '&', '&&', '||', '|', '|&', '\n']);
+const CONTROL = new Set([';', '&', '&&', '||', '|', '\n']);
 
 /** Parses one command string (or one substitution) and reports its simple commands. */
 export class ShellParser {
@@ -83,7 +85,7 @@ export class ShellParser {
       if (frame === undefined && untilParen) return true;
       if (frame !== 'subshell') throw new ShellSyntaxError('unexpected ")"');
       this.#atStart = false;
-    } else if (op === ';;' || op === ';&' || op === ';;&') {
+    } else if (op === ';;') {
       if (this.#frames.at(-1) !== 'case') throw new ShellSyntaxError(`unexpected "${op}" outside case`);
       this.#inPattern = true;
     } else if (CONTROL.has(op)) {
@@ -103,10 +105,7 @@ export class ShellParser {
     if (this.#words.length > 0 || !this.#atStart) throw new ShellSyntaxError('unexpected "("');
     const following = this.#peek();
     if (following.kind === 'op' && following.op === '(' && following.start === token.end) {
-      this.#next();
-      this.#skipArithmetic();
-      this.#atStart = false;
-      return;
+      throw new ShellUnmodelledError('"((" is arithmetic in bash and two subshells in /bin/sh (dash)');
     }
     this.#frames.push('subshell');
   }
@@ -125,6 +124,7 @@ export class ShellParser {
     if (word.quoted || word.dynamic) return false;
     const text = word.text;
     if (STAY_AT_START.has(text)) return true;
+    if (BASH_KEYWORDS.has(text)) throw new ShellUnmodelledError(`"${text}" is a bash keyword; /bin/sh (dash) runs it as a command`);
     if (END_COMPOUND.has(text)) {
       this.#atStart = false;
       return true;
@@ -135,22 +135,10 @@ export class ShellParser {
         this.#closeCase();
         return true;
       case 'for':
-      case 'select':
         this.#forHeader();
         return true;
       case 'case':
         this.#caseHeader();
-        return true;
-      case 'function':
-        this.#expectWord();
-        if (this.#peekOp('(')) {
-          this.#next();
-          this.#expectOp(')');
-        }
-        return true;
-      case '[[':
-        this.#skipUntilWord(']]');
-        this.#atStart = false;
         return true;
       default:
         return false;
@@ -158,12 +146,7 @@ export class ShellParser {
   }
 
   #forHeader(): void {
-    if (this.#peekOp('(')) {
-      this.#next();
-      this.#expectOp('(');
-      this.#skipArithmetic();
-      return;
-    }
+    if (this.#peekOp('(')) throw new ShellUnmodelledError('"for ((" is bash syntax; /bin/sh (dash) refuses it');
     this.#expectWord();
     while (this.#peekOp('\n')) this.#next();
     const next = this.#peek();
@@ -193,24 +176,6 @@ export class ShellParser {
     const target = this.#next();
     if (target.kind !== 'word') throw new ShellSyntaxError(`expected a file name after "${op}"`);
     if (op === '<<' || op === '<<-') this.lexer.queueHeredoc(target.word, op === '<<-');
-  }
-
-  #skipArithmetic(): void {
-    let depth = 2;
-    while (depth > 0) {
-      const token = this.#next();
-      if (token.kind === 'eof') throw new ShellSyntaxError('a "((" is never closed');
-      if (token.kind === 'op' && token.op === '(') depth++;
-      if (token.kind === 'op' && token.op === ')') depth--;
-    }
-  }
-
-  #skipUntilWord(end: string): void {
-    for (;;) {
-      const token = this.#next();
-      if (token.kind === 'eof') throw new ShellSyntaxError(`"${end}" is missing`);
-      if (token.kind === 'word' && isKeyword(token.word, end)) return;
-    }
   }
 
   #flush(): void {

@@ -20,6 +20,8 @@ const createBody = z.strictObject({
     .max(200)
     .regex(/^\P{Cc}+$/u, 'expected no control characters')
     .optional(),
+  /** make it an E2B API key (`e2b_` + 40 hex digits): the same token, in the form E2B's clients send */
+  e2b: z.boolean().optional(),
 });
 
 /** Registers /v1/tokens. */
@@ -27,7 +29,12 @@ export function registerTokenRoutes(app: FastifyInstance, services: AirlockServi
   app.post('/v1/tokens', { config: { access: needs('token.manage') } }, async (request, reply) => {
     const body = parseBody(createBody, request.body ?? {});
     const { token, secret } = await services.tokens.create(
-      { tenant: body.tenant, ...(body.role === undefined ? {} : { role: body.role }), ...(body.name === undefined ? {} : { name: body.name }) },
+      {
+        tenant: body.tenant,
+        ...(body.role === undefined ? {} : { role: body.role }),
+        ...(body.name === undefined ? {} : { name: body.name }),
+        ...(body.e2b === true ? { e2b: true } : {}),
+      },
       approverName(identityOf(request)),
     );
     return reply

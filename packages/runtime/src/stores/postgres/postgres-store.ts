@@ -13,12 +13,15 @@ import { ChangeListeners, CommitEffects, outermost } from '../store-changes.js';
 import { PostgresReads } from './postgres-reads.js';
 import { PostgresTransaction } from './postgres-transaction.js';
 import { POSTGRES_MIGRATIONS } from './schema.js';
+import { isConnectionLost, storeError } from './postgres-errors.js';
 
 /** The NOTIFY channel of committed changes. */
 export const CHANGE_CHANNEL = 'airlock_changes';
 const MAX_ATTEMPTS = 5;
 const RETRYABLE = new Set(['40001', '40P01']);
 const MAX_PAYLOAD = 7000;
+/** A call waits this long for a connection, then fails with STORE_UNAVAILABLE instead of hanging on a database that does not answer. */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /** Options of the PostgreSQL store. */
 export interface PostgresStoreOptions {
@@ -54,12 +57,13 @@ export class PostgresStore extends PostgresReads implements Store {
     private readonly url: string,
     private readonly options: PostgresStoreOptions,
   ) {
-    super(pool);
+    // Every read (and every write the subclasses add) reports a database that does not answer as STORE_UNAVAILABLE.
+    super({ query: (text, values) => pool.query(text, values).catch((error: unknown) => Promise.reject(storeError(error))) });
   }
 
   /** Connects, applies migrations and starts hearing changes. */
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
-    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     // An idle client's error (the server restarted) must not crash the process: the next query reconnects.
     pool.on('error', () => undefined);
     const store = new PostgresStore(pool, url, options);
@@ -111,7 +115,9 @@ export class PostgresStore extends PostgresReads implements Store {
     return outermost(async () => {
       for (let attempt = 1; ; attempt += 1) {
         if (this.closed) throw new AirlockError('INTERNAL', 'the store is closed');
-        const client = await this.pool.connect();
+        const client = await this.pool.connect().catch((error: unknown) => Promise.reject(storeError(error)));
+        // A connection lost while this transaction holds it (between two queries) is an error event, not a rejection: heard here, it fails the next query instead of the process.
+        client.on('error', ignoreLostConnection);
         const effects = new CommitEffects();
         const tx = new PostgresTransaction(client, effects);
         let broken: Error | undefined;
@@ -121,6 +127,7 @@ export class PostgresStore extends PostgresReads implements Store {
           tx.finish();
           // The notifications ride with the COMMIT (one round trip): NOTIFY is delivered only if it commits.
           await client.query(`${this.notifications(effects.changes)}COMMIT`);
+          client.removeListener('error', ignoreLostConnection);
           client.release();
           effects.committed(this.listeners);
           return result;
@@ -131,10 +138,12 @@ export class PostgresStore extends PostgresReads implements Store {
           } catch (rollbackError) {
             broken = rollbackError as Error;
           }
-          client.release(broken);
+          client.removeListener('error', ignoreLostConnection);
+          // A client whose connection is lost is destroyed, never handed to the next call.
+          client.release(broken ?? (isConnectionLost(error) ? (error as Error) : undefined));
           const code = (error as { code?: unknown }).code;
           if (typeof code === 'string' && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS) continue;
-          throw error;
+          throw storeError(error);
         }
       }
     });
@@ -177,20 +186,33 @@ export class PostgresStore extends PostgresReads implements Store {
       if (this.closed || this.listener !== client) return;
       this.listener = undefined;
       client.end().catch(() => undefined);
-      this.reconnect = setTimeout(
-        () =>
-          void this.startListening()
-            .then(() => this.listeners.emit([{ kind: 'resync' }]))
-            .catch(lost),
-        1000,
-      );
-      this.reconnect.unref();
+      this.listenAgain(1000);
     };
     client.on('error', lost);
     client.on('end', lost);
-    await client.connect();
-    await client.query(`LISTEN ${CHANGE_CHANNEL}`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANGE_CHANNEL}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
     this.listener = client;
+  }
+
+  /**
+   * Listens again after a lost connection, every `delayMs` (doubling up to 30 s) until the database
+   * answers; then every watcher resyncs, having missed what was committed in between.
+   */
+  private listenAgain(delayMs: number): void {
+    if (this.closed) return;
+    this.reconnect = setTimeout(() => {
+      this.startListening().then(
+        () => this.listeners.emit([{ kind: 'resync' }]),
+        () => this.listenAgain(Math.min(delayMs * 2, 30_000)),
+      );
+    }, delayMs);
+    this.reconnect.unref();
   }
 
   watch(listener: (change: StoreChange) => void): () => void {
@@ -199,7 +221,7 @@ export class PostgresStore extends PostgresReads implements Store {
 
   /** True when the database holds no session and no audit record (`store copy` refuses to merge into a used one). */
   async isEmpty(): Promise<boolean> {
-    const { rows } = await this.pool.query<{ count: string }>('SELECT (SELECT count(*) FROM sessions) + (SELECT count(*) FROM audit_records) AS count');
+    const { rows } = await this.db.query<{ count: string }>('SELECT (SELECT count(*) FROM sessions) + (SELECT count(*) FROM audit_records) AS count');
     return Number(rows[0]?.count ?? 0) === 0;
   }
 
@@ -212,6 +234,10 @@ export class PostgresStore extends PostgresReads implements Store {
     await listener?.end().catch(() => undefined);
     await this.pool.end();
   }
+}
+
+function ignoreLostConnection(): void {
+  // the query in flight, or the next one, fails with the cause
 }
 
 /** A database that did not answer (down, restarting, a network fault), as opposed to one that refused these settings. */

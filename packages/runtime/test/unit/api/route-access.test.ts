@@ -43,7 +43,10 @@ function raw(port: number, method: string, target: string, headers: Record<strin
         clearTimeout(timer);
         let code: string | undefined;
         try {
-          code = (JSON.parse(body) as { error?: { code?: string } }).error?.code;
+          const parsed = JSON.parse(body) as { error?: { code?: string }; code?: unknown; message?: unknown };
+          // The E2B API answers in E2B's shape, `{ code: STATUS, message: 'CODE: why' }`.
+          code =
+            parsed.error?.code ?? (typeof parsed.code === 'number' && typeof parsed.message === 'string' ? /^([A-Z_]+):/.exec(parsed.message)?.[1] : undefined);
         } catch {
           code = undefined;
         }
@@ -95,6 +98,8 @@ describe('access declared at every route, decided on the matched route', () => {
   let port: number;
   let routes: readonly RegisteredRoute[];
   const roleTokens = new Map<Role, string>();
+  /** the same roles as E2B keys: E2B routes are called with `X-API-Key` as E2B's clients do */
+  const roleKeys = new Map<Role, string>();
 
   before(async () => {
     root = mkdtempSync('/tmp/airlock-route-access-');
@@ -117,6 +122,9 @@ describe('access declared at every route, decided on the matched route', () => {
     for (const role of ['operator', 'approver', 'agent', 'metrics'] as const) {
       roleTokens.set(role, (await server.services.tokens.create({ tenant: 'acme', role, name: role }, 'test')).secret);
     }
+    for (const role of ['admin', 'operator', 'approver', 'agent', 'metrics'] as const) {
+      roleKeys.set(role, (await server.services.tokens.create({ tenant: 'acme', role, name: `${role}-e2b`, e2b: true }, 'test')).secret);
+    }
   });
 
   after(async () => {
@@ -133,6 +141,9 @@ describe('access declared at every route, decided on the matched route', () => {
       '/v1/sessions/:id/desktop/vnc',
       '/mcp',
       '/v1/warm-pool',
+      '/e2b/v2/sandboxes',
+      '/e2b/process.Process/Start',
+      '/e2b/files',
     ]) {
       assert.ok(
         routes.some((route) => route.url === url),
@@ -140,7 +151,16 @@ describe('access declared at every route, decided on the matched route', () => {
       );
     }
     const publicRoutes = routes.filter((route) => route.access.kind !== 'permission').map((route) => `${route.methods.join(',')} ${route.url}`);
-    assert.deepEqual(publicRoutes.sort(), ['GET /healthz', 'GET /openapi.json', 'HEAD /healthz', 'HEAD /openapi.json', 'POST /v1/login', 'POST /v1/logout']);
+    assert.deepEqual(publicRoutes.sort(), [
+      'GET /e2b/health',
+      'GET /healthz',
+      'GET /openapi.json',
+      'HEAD /e2b/health',
+      'HEAD /healthz',
+      'HEAD /openapi.json',
+      'POST /v1/login',
+      'POST /v1/logout',
+    ]);
   });
 
   it('answers 401 to every non-public route called without a credential', async () => {
@@ -195,7 +215,8 @@ describe('access declared at every route, decided on the matched route', () => {
       const access = route.access;
       if (access.kind !== 'permission') continue;
       for (const role of Object.keys(ROLE_PERMISSIONS) as Role[]) {
-        const headers = { authorization: `Bearer ${roleTokens.get(role) ?? ''}` };
+        const bearer = { authorization: `Bearer ${roleTokens.get(role) ?? ''}` };
+        const headers: Record<string, string> = route.url.startsWith('/e2b/') ? { 'x-api-key': roleKeys.get(role) ?? '' } : bearer;
         if (roleMay(role, access.permission)) {
           // Only reads are called as a holder: they change nothing whatever they answer.
           if (!route.methods.includes('GET')) continue;

@@ -20,7 +20,7 @@ import { SessionRouting } from '../../../src/cluster/session-routing.js';
 import { checkClusterOptions, claimNodeId } from '../../../src/cluster/cluster-options.js';
 import { routedSessionOf } from '../../../src/api/cluster-routing.js';
 import type { NodeRecord } from '../../../src/core/cluster-node.js';
-import { isAirlockError } from '../../../src/core/errors.js';
+import { AirlockError, isAirlockError } from '../../../src/core/errors.js';
 import { sampleSession, sampleSnapshot } from '../../../src/stores/conformance/store-conformance-context.js';
 import { ManualClock } from '../../support/core-fixture.js';
 import { waitFor } from '../../support/wait-for.js';
@@ -175,6 +175,25 @@ describe('cluster routing and membership', () => {
     );
     assert.equal((await store.getSession(asleep.id))?.owner, 'gone', 'suspended: taken over on its next call, not now');
     assert.equal((await store.getSession(mineRunning.id))?.state, 'suspended');
+  });
+
+  it('after an outage of the store, takes no node for lost until the others have had a whole lease to renew their heartbeats', async () => {
+    const transaction = store.transaction.bind(store);
+    let down = true;
+    store.transaction = ((work) =>
+      down
+        ? Promise.reject(new AirlockError('STORE_UNAVAILABLE', 'the PostgreSQL store is unavailable; retry'))
+        : transaction(work)) as typeof store.transaction;
+    // The heartbeat's own timer (a third of the lease) meets the outage.
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 3 + 500));
+    down = false;
+    await put(node('gone', { heartbeatAt: stale() }));
+    const running = await insert({ owner: 'gone', state: 'running', pendingOperation: null });
+    await membership.tick();
+    assert.equal((await store.getSession(running.id))?.state, 'running', 'its heartbeat may be old only because the store was down');
+    clock.advance(LEASE_MS + 1);
+    await membership.tick();
+    assert.equal((await store.getSession(running.id))?.failure?.code, 'NODE_LOST', 'a lease after the store came back, it is lost');
   });
 
   it('drops a session whose lease another node took, and refuses its writes from then on', async () => {
