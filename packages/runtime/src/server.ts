@@ -50,7 +50,7 @@ import type { SessionDisks } from './core/session-disks.js';
 import type { ImageCatalog } from './core/image-catalog.js';
 import type { SessionContract } from './core/session-contract.js';
 import type { ApprovalRecord } from './core/approval.js';
-import { OtlpExporter } from './telemetry/otlp-exporter.js';
+import { tracerFromEnvironment } from './telemetry/otel-tracer.js';
 import { checkClusterOptions, checkNodeId, claimNodeId } from './cluster/cluster-options.js';
 import type { NodeMembership } from './cluster/node-membership.js';
 import { hostMembership } from './cluster/host-membership.js';
@@ -93,7 +93,7 @@ export interface ServeOptions {
   /** a postgres:// URL; default $AIRLOCK_STORE_URL, else SQLite in the data dir */
   storeUrl?: string;
   logger?: boolean;
-  /** OTLP/HTTP traces endpoint (default AIRLOCK_OTLP_ENDPOINT; none: no tracing) */
+  /** OTLP/HTTP traces URL (default: the OTEL_* variables, else AIRLOCK_OTLP_ENDPOINT; none: no tracing) */
   otlpEndpoint?: string;
   /** replaceable for tests: the only driver, instead of gvisor (default) and microvm */
   driver?: SandboxDriver;
@@ -324,8 +324,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   const networks = new SessionEgress({ root: join(layout.root, 'egress'), gateway, ...(egressConfig.subnet ? { subnet: egressConfig.subnet } : {}) });
 
-  const otlpEndpoint = options.otlpEndpoint ?? process.env['AIRLOCK_OTLP_ENDPOINT'];
-  const tracer = otlpEndpoint ? new OtlpExporter(otlpEndpoint) : undefined;
+  // The standard OTEL_* variables (or the older AIRLOCK_OTLP_ENDPOINT) turn tracing on; nothing set: no tracer, no cost.
+  const tracer = tracerFromEnvironment(process.env, options.otlpEndpoint ? { endpoint: options.otlpEndpoint } : {});
   const core = buildCoreServices({
     store,
     audit,
@@ -502,7 +502,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       untap();
       await core.approvals.close();
       await core.usage.drain();
-      await tracer?.flush();
+      await tracer?.shutdown();
       // Sandboxes keep running, with no way out until the next start reopens their gateways (fail closed).
       await gateway.closeAll();
       await objects?.close();

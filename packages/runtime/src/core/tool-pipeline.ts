@@ -28,7 +28,7 @@ import type { ApprovalService } from './approval-service.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
 import type { TraceContext, Tracer } from './tracer.js';
-import { toolCallSpan } from './tool-call-span.js';
+import { toolCallSpan, type CallMarks } from './tool-call-span.js';
 import { appendCallRecord, auditContext, auditedWrite, auditResult, decisionEvent, errorValue } from './tool-call-audit.js';
 import { DesktopScreening, unseenDesktopContext } from './desktop-screening.js';
 import type { TerminalTakeovers } from './terminal-takeovers.js';
@@ -104,13 +104,15 @@ export class ToolPipeline {
   async submit(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions = {}): Promise<ToolCallOutcome> {
     const tracer = this.deps.tracer;
     if (!tracer) return this.run(sessionId, tool, rawArguments, options);
-    const started = Date.now();
+    const marks: CallMarks = { receivedMs: this.clock.now().getTime() };
     try {
-      const outcome = await this.run(sessionId, tool, rawArguments, options);
-      tracer.record(toolCallSpan(sessionId, tool, options.trace, started, outcome));
+      const outcome = await this.run(sessionId, tool, rawArguments, options, marks);
+      const approval = marks.approvalId ? await this.deps.approvals.get(marks.approvalId).catch(() => undefined) : undefined;
+      if (approval) marks.approval = approval;
+      tracer.record(toolCallSpan(sessionId, tool, marks, this.clock.now().getTime(), outcome), options.trace);
       return outcome;
     } catch (error) {
-      tracer.record(toolCallSpan(sessionId, tool, options.trace, started, undefined, toAirlockError(error)));
+      tracer.record(toolCallSpan(sessionId, tool, marks, this.clock.now().getTime(), undefined, toAirlockError(error)), options.trace);
       throw error;
     }
   }
@@ -126,8 +128,9 @@ export class ToolPipeline {
     return this.proceed(admission.session, call, admission.decision, context, {}, receivedAt, 'approved');
   }
 
-  private async run(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions): Promise<ToolCallOutcome> {
+  private async run(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions, marks?: CallMarks): Promise<ToolCallOutcome> {
     const receivedAt = this.clock.now();
+    if (marks) marks.receivedMs = receivedAt.getTime();
     if (!(TOOL_NAMES as readonly string[]).includes(tool)) {
       throw new AirlockError('INVALID_ARGUMENTS', `unknown tool ${JSON.stringify(tool)}; tools are ${TOOL_NAMES.join(', ')}`, {
         details: { field: 'tool' },
@@ -157,8 +160,10 @@ export class ToolPipeline {
     call.arguments = args as Record<string, unknown>;
     const context = this.prepare(session, toolName, args);
     const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'fresh'));
+    if (marks) marks.decidedMs = this.clock.now().getTime();
     const outcome =
       admission.kind === 'final' ? admission.outcome : await this.proceed(admission.session, call, admission.decision, context, options, receivedAt, 'fresh');
+    if (marks && outcome.status === 'pending-approval') marks.approvalId = outcome.approvalId;
     if (outcome.status === 'pending-approval' && options.approvalWaitMs) return this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
     return outcome;
   }

@@ -1,14 +1,13 @@
 import { describe, it, afterEach, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
 import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { ToolPipeline } from '../../../src/core/tool-pipeline.js';
-import { parseTraceparent, type ToolCallSpan } from '../../../src/core/tracer.js';
-import { OtlpExporter } from '../../../src/telemetry/otlp-exporter.js';
+import { parseTraceparent, type SpanRecord, type TraceContext } from '../../../src/core/tracer.js';
+import { tracerFromEnvironment } from '../../../src/telemetry/otel-tracer.js';
 
 describe('tracing of tool calls', () => {
   let fx: CoreFixture;
-  let spans: ToolCallSpan[];
+  let spans: { span: SpanRecord; parent: TraceContext | undefined }[];
   let pipeline: ToolPipeline;
   beforeEach(() => {
     fx = coreFixture();
@@ -22,82 +21,111 @@ describe('tracing of tool calls', () => {
       executor: fx.core.executor,
       approvals: fx.approvals,
       desktop: fx.desktop,
-      tracer: { record: (span) => spans.push(span) },
+      tracer: { record: (span, parent) => spans.push({ span, parent }) },
     });
+    fx.approvals.setExecutor((call, decision) => pipeline.runApproved(call, decision));
   });
   afterEach(() => fx.close());
 
-  it('records one execute_tool span per call, in the caller\'s trace, with GenAI attributes and the decision', async () => {
+  const guardrailOf = (span: SpanRecord | undefined): SpanRecord => {
+    const child = span?.children?.[0];
+    assert.ok(child, 'an apply_guardrail child');
+    assert.equal(child.name, 'apply_guardrail airlock');
+    assert.equal(child.kind, 'internal');
+    assert.equal(child.attributes['gen_ai.operation.name'], 'apply_guardrail');
+    assert.equal(child.attributes['gen_ai.security.target.type'], 'tool_call');
+    return child;
+  };
+
+  it("records execute_tool with its apply_guardrail child, in the caller's trace", async () => {
     const session = await fx.sessions.create({ contract: fx.contract() });
     const trace = parseTraceparent('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
     assert.ok(trace);
     const outcome = await pipeline.submit(session.id, 'exec', { argv: ['echo', 'x'] }, { trace });
     assert.equal(spans.length, 1);
-    const span = spans[0];
-    assert.ok(span);
+    const { span, parent } = spans[0] ?? assert.fail('no span');
+    assert.deepEqual(parent, trace);
     assert.equal(span.name, 'execute_tool exec');
-    assert.equal(span.traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
-    assert.equal(span.parentSpanId, '00f067aa0ba902b7');
-    assert.match(span.spanId, /^[0-9a-f]{16}$/);
+    assert.equal(span.kind, 'internal');
     assert.equal(span.attributes['gen_ai.operation.name'], 'execute_tool');
     assert.equal(span.attributes['gen_ai.tool.name'], 'exec');
     assert.equal(span.attributes['gen_ai.tool.call.id'], outcome.callId);
     assert.equal(span.attributes['airlock.session.id'], session.id);
-    assert.equal(span.attributes['airlock.decision'], 'allow');
+    assert.equal(span.attributes['airlock.decision'], undefined, 'the decision rides on apply_guardrail');
     assert.equal(span.status, 'ok');
+    assert.ok(span.startTimeMs <= span.endTimeMs);
+    const guard = guardrailOf(span);
+    assert.equal(guard.attributes['gen_ai.security.decision.type'], 'allow');
+    assert.equal(guard.attributes['gen_ai.security.policy.id'], 'p-allow');
+    assert.equal(guard.attributes['gen_ai.security.target.id'], outcome.callId);
+    assert.ok(span.startTimeMs <= guard.startTimeMs && guard.endTimeMs <= span.endTimeMs, 'the guardrail lies within the call');
 
     fx.authorizer.decide = () => 'deny';
     await pipeline.submit(session.id, 'exec', { argv: ['rm', 'x'] });
     const denied = spans[1];
-    assert.equal(denied?.status, 'error');
-    assert.equal(denied?.attributes['error.type'], 'POLICY_DENIED');
-    assert.equal(denied?.parentSpanId, undefined, 'no trace context: a new trace');
+    assert.equal(denied?.span.status, 'error');
+    assert.equal(denied?.span.attributes['error.type'], 'POLICY_DENIED');
+    assert.equal(denied?.parent, undefined, 'no trace context: a new trace');
+    const deniedGuard = guardrailOf(denied?.span);
+    assert.equal(deniedGuard.attributes['gen_ai.security.decision.type'], 'deny');
+    assert.equal(deniedGuard.attributes['gen_ai.security.decision.reason'], 'scripted deny');
+    assert.equal(deniedGuard.status, 'ok', 'a deny is the guardian working, not an error');
   });
 
-  it('ignores malformed trace context', () => {
+  it('records who approved a held call and how long it waited', async () => {
+    const session = await fx.sessions.create({ contract: fx.contract() });
+    fx.authorizer.decide = (context) => (context.programs.includes('tar') ? 'ask' : 'allow');
+    const waiting = pipeline.submit(session.id, 'exec', { argv: ['tar', 'cf', 'x.tar', '.'] }, { approvalWaitMs: 30_000 });
+    let pending = await fx.approvals.list({ pendingOnly: true });
+    for (let tries = 0; pending.length === 0 && tries < 500; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      pending = await fx.approvals.list({ pendingOnly: true });
+    }
+    const approval = pending[0] ?? assert.fail('no approval requested');
+    await fx.approvals.decide(approval.id, 'approve', 'alice', null);
+    const outcome = await waiting;
+    assert.equal(outcome.status, 'completed');
+    const guard = guardrailOf(spans[0]?.span);
+    assert.equal(guard.attributes['gen_ai.security.decision.type'], 'allow');
+    assert.equal(guard.attributes['airlock.policy.decision'], 'ask');
+    assert.equal(guard.attributes['airlock.approval.decided_by'], 'alice');
+    assert.equal(guard.attributes['airlock.approval.id'], approval.id);
+    assert.equal(typeof guard.attributes['airlock.approval.wait_ms'], 'number');
+
+    // Not waited for: the call returns held, and its guardrail says so.
+    const held = await pipeline.submit(session.id, 'exec', { argv: ['tar', 'cf', 'y.tar', '.'] });
+    assert.equal(held.status, 'pending-approval');
+    const heldGuard = guardrailOf(spans.at(-1)?.span);
+    assert.equal(heldGuard.attributes['gen_ai.security.decision.type'], 'ask');
+    assert.equal(heldGuard.attributes['airlock.approval.state'], 'pending');
+  });
+
+  it('ignores malformed trace context and keeps the sampled flag', () => {
     for (const header of [undefined, '', 'garbage', '00-00000000000000000000000000000000-00f067aa0ba902b7-01', '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7']) {
       assert.equal(parseTraceparent(header), undefined, String(header));
     }
+    assert.equal(parseTraceparent('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00')?.sampled, false);
   });
 });
 
-describe('OtlpExporter', () => {
-  let collector: Server;
-  let received: Record<string, unknown>[];
-  let url: string;
-  beforeEach(async () => {
-    received = [];
-    collector = createServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => {
-        received.push(JSON.parse(body) as Record<string, unknown>);
-        response.writeHead(200).end('{}');
-      });
-    });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    const address = collector.address();
-    url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/v1/traces`;
-  });
-  afterEach(() => new Promise<void>((resolve) => collector.close(() => resolve())));
-
-  it('ships spans as OTLP/HTTP JSON', async () => {
-    const exporter = new OtlpExporter(url);
-    exporter.record({ traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), parentSpanId: 'c'.repeat(16), name: 'execute_tool exec', startTimeMs: 1000, endTimeMs: 1005, attributes: { 'gen_ai.tool.name': 'exec', 'airlock.exit_code': 0, 'airlock.policy_ids': ['p1'] }, status: 'ok' });
-    await exporter.flush();
-    assert.equal(received.length, 1);
-    const span = (received[0] as { resourceSpans: { scopeSpans: { spans: Record<string, unknown>[] }[] }[] }).resourceSpans[0]?.scopeSpans[0]?.spans[0];
-    assert.equal(span?.['name'], 'execute_tool exec');
-    assert.equal(span?.['parentSpanId'], 'c'.repeat(16));
-    assert.equal(span?.['startTimeUnixNano'], '1000000000');
-    assert.deepEqual((span?.['attributes'] as unknown[])[0], { key: 'gen_ai.tool.name', value: { stringValue: 'exec' } });
-    assert.equal(exporter.dropped, 0);
+describe('tracing configuration from the environment', () => {
+  it('is off with nothing configured, or when turned off', () => {
+    assert.equal(tracerFromEnvironment({}), undefined);
+    assert.equal(tracerFromEnvironment({ OTEL_SERVICE_NAME: 'x' }), undefined);
+    assert.equal(tracerFromEnvironment({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_TRACES_EXPORTER: 'none' }), undefined);
+    assert.equal(tracerFromEnvironment({ AIRLOCK_OTLP_ENDPOINT: 'http://127.0.0.1:4318/v1/traces', OTEL_SDK_DISABLED: 'true' }), undefined);
   });
 
-  it('drops spans (counted) when the collector is down, without throwing', async () => {
-    const exporter = new OtlpExporter('http://127.0.0.1:9/v1/traces');
-    exporter.record({ traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), name: 'execute_tool exec', startTimeMs: 0, endTimeMs: 1, attributes: {}, status: 'ok' });
-    await exporter.flush();
-    assert.equal(exporter.dropped, 1);
+  it('is on with an endpoint, standard or older', async () => {
+    for (const env of [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }, { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' }, { AIRLOCK_OTLP_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' }]) {
+      const tracer = tracerFromEnvironment(env);
+      assert.ok(tracer, JSON.stringify(env));
+      await tracer.shutdown();
+    }
+  });
+
+  it('refuses what it cannot do, naming the variable', () => {
+    assert.throws(() => tracerFromEnvironment({ OTEL_TRACES_EXPORTER: 'zipkin' }), (error: Error & { code?: string }) => error.code === 'INVALID_ARGUMENTS' && /OTEL_TRACES_EXPORTER/.test(error.message));
+    assert.throws(() => tracerFromEnvironment({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_PROTOCOL/);
   });
 });
