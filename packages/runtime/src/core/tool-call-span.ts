@@ -26,14 +26,7 @@ export interface CallMarks {
 }
 
 /** The `execute_tool` span of one call, with its `apply_guardrail` child once a decision was taken. */
-export function toolCallSpan(
-  sessionId: string,
-  tool: string,
-  marks: CallMarks,
-  endMs: number,
-  outcome?: ToolCallOutcome,
-  failure?: AirlockError,
-): SpanRecord {
+export function toolCallSpan(sessionId: string, tool: string, marks: CallMarks, endMs: number, outcome?: ToolCallOutcome, failure?: AirlockError): SpanRecord {
   const attributes: SpanAttributes = {
     'gen_ai.operation.name': 'execute_tool',
     'gen_ai.tool.name': tool,

@@ -65,7 +65,11 @@ export class OtelTracer implements Tracer {
       { kind: record.kind === 'server' ? SpanKind.SERVER : SpanKind.INTERNAL, startTime: new Date(record.startTimeMs), attributes: record.attributes },
       parent,
     );
-    span.setStatus(record.status === 'error' ? { code: SpanStatusCode.ERROR, ...(record.statusMessage ? { message: record.statusMessage } : {}) } : { code: SpanStatusCode.OK });
+    span.setStatus(
+      record.status === 'error'
+        ? { code: SpanStatusCode.ERROR, ...(record.statusMessage ? { message: record.statusMessage } : {}) }
+        : { code: SpanStatusCode.OK },
+    );
     const context = trace.setSpan(parent, span);
     for (const child of record.children ?? []) this.start(child, context);
     span.end(new Date(record.endTimeMs));
@@ -111,9 +115,13 @@ export function tracerFromEnvironment(env: TracingEnvironment, options: { endpoi
   const url = options.endpoint || (standard ? undefined : env['AIRLOCK_OTLP_ENDPOINT']) || undefined;
   const protocol = env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ?? env['OTEL_EXPORTER_OTLP_PROTOCOL'];
   if (protocol && protocol !== 'http/json') {
-    throw new AirlockError('INVALID_ARGUMENTS', `OTLP protocol ${protocol} is not supported for traces; set OTEL_EXPORTER_OTLP_PROTOCOL=http/json or leave it unset`, {
-      details: { field: 'OTEL_EXPORTER_OTLP_PROTOCOL' },
-    });
+    throw new AirlockError(
+      'INVALID_ARGUMENTS',
+      `OTLP protocol ${protocol} is not supported for traces; set OTEL_EXPORTER_OTLP_PROTOCOL=http/json or leave it unset`,
+      {
+        details: { field: 'OTEL_EXPORTER_OTLP_PROTOCOL' },
+      },
+    );
   }
   const wanted = exporters.length > 0 ? exporters : url || standard ? ['otlp'] : [];
   if (wanted.length === 0) return undefined;

@@ -101,7 +101,13 @@ describe('tracing of tool calls', () => {
   });
 
   it('ignores malformed trace context and keeps the sampled flag', () => {
-    for (const header of [undefined, '', 'garbage', '00-00000000000000000000000000000000-00f067aa0ba902b7-01', '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7']) {
+    for (const header of [
+      undefined,
+      '',
+      'garbage',
+      '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+      '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7',
+    ]) {
       assert.equal(parseTraceparent(header), undefined, String(header));
     }
     assert.equal(parseTraceparent('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00')?.sampled, false);
@@ -117,7 +123,11 @@ describe('tracing configuration from the environment', () => {
   });
 
   it('is on with an endpoint, standard or older', async () => {
-    for (const env of [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }, { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' }, { AIRLOCK_OTLP_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' }]) {
+    for (const env of [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
+      { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' },
+      { AIRLOCK_OTLP_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' },
+    ]) {
       const tracer = tracerFromEnvironment(env);
       assert.ok(tracer, JSON.stringify(env));
       await tracer.shutdown();
@@ -125,7 +135,10 @@ describe('tracing configuration from the environment', () => {
   });
 
   it('refuses what it cannot do, naming the variable', () => {
-    assert.throws(() => tracerFromEnvironment({ OTEL_TRACES_EXPORTER: 'zipkin' }), (error: Error & { code?: string }) => error.code === 'INVALID_ARGUMENTS' && /OTEL_TRACES_EXPORTER/.test(error.message));
+    assert.throws(
+      () => tracerFromEnvironment({ OTEL_TRACES_EXPORTER: 'zipkin' }),
+      (error: Error & { code?: string }) => error.code === 'INVALID_ARGUMENTS' && /OTEL_TRACES_EXPORTER/.test(error.message),
+    );
     assert.throws(() => tracerFromEnvironment({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_PROTOCOL/);
   });
 });
