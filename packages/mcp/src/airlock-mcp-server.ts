@@ -144,7 +144,8 @@ export class AirlockMcpServer {
         : new OutputProgress({ send: (update) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken, ...update } }) });
     try {
       return await handleTool(checked.tool, checked.input, {
-        calls: this.options.calls,
+        // The caller's trace context, per the MCP conventions of OpenTelemetry: the call's spans join its trace.
+        calls: this.options.calls.withTraceparent(extra._meta?.['traceparent']),
         signal: controller.signal,
         ...(progress ? { onOutput: (bytes: Uint8Array) => progress.push(bytes) } : {}),
         settle: this.settler(extra.requestId, controller.signal),
@@ -200,7 +201,8 @@ export class AirlockMcpServer {
 /** The `uri` param of a resources request; -32602 when it is missing. */
 function uriParam(params: unknown): string {
   const uri = (params as { uri?: unknown } | undefined)?.uri;
-  if (typeof uri !== 'string') throw protocolError(ErrorCode.InvalidParams, 'this request needs params.uri, a resource URI such as airlock://workspace/notes.txt', { field: 'uri' });
+  if (typeof uri !== 'string')
+    throw protocolError(ErrorCode.InvalidParams, 'this request needs params.uri, a resource URI such as airlock://workspace/notes.txt', { field: 'uri' });
   return uri;
 }
 

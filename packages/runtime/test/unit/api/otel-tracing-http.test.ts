@@ -11,6 +11,8 @@ import { createServer, type Server } from 'node:http';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startServer, type RunningServer } from '../../../src/server.js';
 import { FakeDriver } from '../../../src/drivers/fake/fake-driver.js';
 import { DirectoryDisks, StaticImages } from '../../support/core-fixture.js';
@@ -52,6 +54,7 @@ describe('tracing into an OTLP collector (real server, fake driver)', () => {
   let collector: Server;
   let server: RunningServer;
   const spans: OtlpSpan[] = [];
+  let sessionId = '';
   const serviceNames: unknown[] = [];
   const bearer = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
   const saved = { delay: process.env['OTEL_BSP_SCHEDULE_DELAY'], service: process.env['OTEL_SERVICE_NAME'] };
@@ -134,7 +137,7 @@ describe('tracing into an OTLP collector (real server, fake driver)', () => {
   it('exports allowed, denied and approved calls with their decisions, in the caller trace', async () => {
     const created = await fetch(`${server.url}/v1/sessions`, { method: 'POST', headers: bearer, body: JSON.stringify({ contract: CONTRACT }) });
     assert.equal(created.status, 201);
-    const sessionId = ((await created.json()) as { id: string }).id;
+    sessionId = ((await created.json()) as { id: string }).id;
 
     const allowed = await exec(sessionId, ['echo', 'hello'], '00f067aa0ba90001');
     assert.equal(allowed.status, 200, JSON.stringify(allowed.body));
@@ -187,5 +190,22 @@ describe('tracing into an OTLP collector (real server, fake driver)', () => {
     assert.equal(attribute(ask.guard, 'airlock.approval.decided_by'), 'token:admin', 'the approver is who authenticated');
     assert.match(String(attribute(ask.guard, 'airlock.approval.wait_ms')), /^\d+$/);
     assert.ok(serviceNames.includes('airlock-under-test'), 'OTEL_SERVICE_NAME names the service');
+  });
+
+  it('joins the trace an MCP client sends in params._meta.traceparent', async () => {
+    assert.ok(sessionId, 'the first case made the session');
+    const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/v1/sessions/${sessionId}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+    });
+    const client = new Client({ name: 'airlock-otel-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      await client.callTool({ name: 'bash', arguments: { command: 'echo traced' }, _meta: { traceparent: `00-${TRACE_ID}-00f067aa0ba90004-01` } });
+    } finally {
+      await client.close();
+    }
+    const mcp = await spansUnder('00f067aa0ba90004');
+    assert.equal(mcp.call.traceId, TRACE_ID);
+    assert.equal(attribute(mcp.guard, 'gen_ai.security.decision.type'), 'allow');
   });
 });
