@@ -51,6 +51,7 @@ import type { ImageCatalog } from './core/image-catalog.js';
 import type { SessionContract } from './core/session-contract.js';
 import type { ApprovalRecord } from './core/approval.js';
 import { tracerFromEnvironment } from './telemetry/otel-tracer.js';
+import { LifecycleSpans } from './telemetry/lifecycle-spans.js';
 import { checkClusterOptions, checkNodeId, claimNodeId } from './cluster/cluster-options.js';
 import type { NodeMembership } from './cluster/node-membership.js';
 import { hostMembership } from './cluster/host-membership.js';
@@ -360,6 +361,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   );
   const unlog = activity.subscribe((event) => logActivity(log, event));
   const unmeter = activity.subscribe((event) => (event.kind === 'audit' ? metrics.recordAudit(event.record) : metrics.recordApproval(event.approval)));
+  const lifecycleSpans = tracer ? new LifecycleSpans(tracer) : undefined;
+  const untrace = lifecycleSpans ? activity.subscribe((event) => event.kind === 'audit' && lifecycleSpans.recordAudit(event.record)) : () => undefined;
   // Sessions from before owners existed: an embedded store only ever had this data dir's.
   if (store.kind === 'sqlite') await core.records.claimUnowned();
   const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, drivers, specs: core.specs, disks, artifacts });
@@ -495,6 +498,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await http.close();
       await metricsListener?.close();
       unmeter();
+      untrace();
       unlog();
       // Warm machines belong to no session: nothing would adopt them at the next start.
       await core.pool.close();

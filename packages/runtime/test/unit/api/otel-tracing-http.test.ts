@@ -190,6 +190,12 @@ describe('tracing into an OTLP collector (real server, fake driver)', () => {
     assert.equal(attribute(ask.guard, 'airlock.approval.decided_by'), 'token:admin', 'the approver is who authenticated');
     assert.match(String(attribute(ask.guard, 'airlock.approval.wait_ms')), /^\d+$/);
     assert.ok(serviceNames.includes('airlock-under-test'), 'OTEL_SERVICE_NAME names the service');
+    // Lifecycle operations are spans of their own.
+    const lifecycleDeadline = Date.now() + 15_000;
+    while (!spans.some((span) => span.name === 'create session' && attribute(span, 'airlock.session.id') === sessionId)) {
+      if (Date.now() > lifecycleDeadline) assert.fail(`no create session span; received ${JSON.stringify(spans.map((span) => span.name))}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   });
 
   it('joins the trace an MCP client sends in params._meta.traceparent', async () => {

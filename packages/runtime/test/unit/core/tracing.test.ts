@@ -4,6 +4,7 @@ import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { ToolPipeline } from '../../../src/core/tool-pipeline.js';
 import { parseTraceparent, type SpanRecord, type TraceContext } from '../../../src/core/tracer.js';
 import { tracerFromEnvironment } from '../../../src/telemetry/otel-tracer.js';
+import { LifecycleSpans } from '../../../src/telemetry/lifecycle-spans.js';
 
 describe('tracing of tool calls', () => {
   let fx: CoreFixture;
@@ -140,5 +141,28 @@ describe('tracing configuration from the environment', () => {
       (error: Error & { code?: string }) => error.code === 'INVALID_ARGUMENTS' && /OTEL_TRACES_EXPORTER/.test(error.message),
     );
     assert.throws(() => tracerFromEnvironment({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_PROTOCOL/);
+  });
+});
+
+describe('lifecycle operations as spans', () => {
+  it('spans an operation from its first audit record to its last, failures as errors', () => {
+    const recorded: SpanRecord[] = [];
+    const lifecycle = new LifecycleSpans({ record: (span) => recorded.push(span) });
+    const record = (type: string, at: string, data: Record<string, unknown> = {}) =>
+      lifecycle.recordAudit({ sessionId: 'ses_1', seq: 0, at, type, data, prevHash: '', hash: '' });
+    record('session.resume-started', '2026-01-01T00:00:00.000Z');
+    record('tool-call.authorized', '2026-01-01T00:00:00.100Z');
+    record('session.resumed', '2026-01-01T00:00:00.250Z');
+    record('session.created', '2026-01-01T00:00:01.000Z');
+    record('session.failed', '2026-01-01T00:00:02.000Z', { operation: 'create', code: 'DRIVER_FAILED', message: 'runsc failed' });
+    assert.equal(recorded.length, 2);
+    const [resumed, failed] = recorded;
+    assert.equal(resumed?.name, 'resume session');
+    assert.equal(resumed?.endTimeMs - (resumed?.startTimeMs ?? 0), 250);
+    assert.equal(resumed?.attributes['airlock.session.id'], 'ses_1');
+    assert.equal(resumed?.status, 'ok');
+    assert.equal(failed?.name, 'create session');
+    assert.equal(failed?.status, 'error');
+    assert.equal(failed?.attributes['error.type'], 'DRIVER_FAILED');
   });
 });
