@@ -54,9 +54,15 @@ export class OtelTracer implements Tracer {
     await this.provider.forceFlush();
   }
 
-  /** Exports what is queued and stops. */
-  async shutdown(): Promise<void> {
-    await this.provider.shutdown();
+  /** Exports what is queued and stops; a collector that does not answer holds the server's stop for at most `boundMs`. */
+  async shutdown(boundMs = 5000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)));
+    try {
+      await Promise.race([this.provider.shutdown().catch(() => undefined), bound]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private start(record: SpanRecord, parent: Context): void {

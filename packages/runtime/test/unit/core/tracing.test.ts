@@ -166,3 +166,39 @@ describe('lifecycle operations as spans', () => {
     assert.equal(failed?.attributes['error.type'], 'DRIVER_FAILED');
   });
 });
+
+describe('a collector that never answers', () => {
+  it('holds the tracer shutdown for its bound only, and never a call', async () => {
+    // A listener that accepts and never answers: an export to it hangs until its timeout.
+    const { createServer } = await import('node:net');
+    const sockets: import('node:net').Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const address = silent.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    // Timeouts far beyond the test's patience: without the bound, the shutdown would wait for them.
+    const saved = { export: process.env['OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'], batch: process.env['OTEL_BSP_EXPORT_TIMEOUT'] };
+    process.env['OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'] = '600000';
+    process.env['OTEL_BSP_EXPORT_TIMEOUT'] = '600000';
+    const tracer = tracerFromEnvironment({}, { endpoint: `http://127.0.0.1:${port}/v1/traces` });
+    for (const [name, value] of [
+      ['OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', saved.export],
+      ['OTEL_BSP_EXPORT_TIMEOUT', saved.batch],
+    ] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+    assert.ok(tracer);
+    tracer.record({ name: 'execute_tool exec', kind: 'internal', startTimeMs: Date.now() - 5, endTimeMs: Date.now(), attributes: {}, status: 'ok' });
+    let patience: NodeJS.Timeout | undefined;
+    const stopped = await Promise.race([
+      tracer.shutdown(300).then(() => 'stopped'),
+      new Promise((resolve) => (patience = setTimeout(() => resolve('hung'), 15_000))),
+    ]);
+    clearTimeout(patience);
+    assert.equal(stopped, 'stopped');
+    // Answered at last, so that the exporter neither retries nor keeps the process alive.
+    for (const socket of sockets) socket.end('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}');
+    silent.close();
+  });
+});
