@@ -29,6 +29,7 @@ export interface OtelTracerOptions {
 export class OtelTracer implements Tracer {
   private readonly provider: BasicTracerProvider;
   private readonly tracer: SdkTracer;
+  private readonly global: boolean;
 
   constructor(options: OtelTracerOptions) {
     const base = resourceFromAttributes({
@@ -39,6 +40,8 @@ export class OtelTracer implements Tracer {
     const resource = base.merge(detectResources({ detectors: [envDetector] }));
     this.provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(options.exporter)] });
     this.tracer = this.provider.getTracer(TRACER_NAME, options.serviceVersion);
+    // Global for the MCP server's `tools/call` spans (packages/mcp uses the API alone); the first tracer of a process wins.
+    this.global = trace.setGlobalTracerProvider(this.provider);
   }
 
   record(span: SpanRecord, parent?: TraceContext): void {
@@ -62,6 +65,7 @@ export class OtelTracer implements Tracer {
       await Promise.race([this.provider.shutdown().catch(() => undefined), bound]);
     } finally {
       clearTimeout(timer);
+      if (this.global) trace.disable();
     }
   }
 

@@ -198,7 +198,7 @@ describe('tracing into an OTLP collector (real server, fake driver)', () => {
     }
   });
 
-  it('joins the trace an MCP client sends in params._meta.traceparent', async () => {
+  it('spans an MCP tools/call in the trace the client sends in params._meta.traceparent', async () => {
     assert.ok(sessionId, 'the first case made the session');
     const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/v1/sessions/${sessionId}/mcp`), {
       requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
@@ -210,8 +210,16 @@ describe('tracing into an OTLP collector (real server, fake driver)', () => {
     } finally {
       await client.close();
     }
+    // The MCP server span (SERVER, by the MCP conventions) under the client's, and the call's execute_tool under it.
     const mcp = await spansUnder('00f067aa0ba90004');
+    assert.equal(mcp.call.name, 'tools/call bash');
+    assert.equal(mcp.call.kind, 2);
     assert.equal(mcp.call.traceId, TRACE_ID);
-    assert.equal(attribute(mcp.guard, 'gen_ai.security.decision.type'), 'allow');
+    assert.equal(attribute(mcp.call, 'mcp.method.name'), 'tools/call');
+    assert.equal(attribute(mcp.call, 'gen_ai.operation.name'), 'execute_tool');
+    assert.equal(mcp.guard.name, 'execute_tool exec');
+    const guard = spans.find((span) => span.parentSpanId === mcp.guard.spanId);
+    assert.equal(guard?.name, 'apply_guardrail airlock');
+    assert.equal(guard && attribute(guard, 'gen_ai.security.decision.type'), 'allow');
   });
 });
