@@ -78,6 +78,8 @@ export class ToolPipeline {
 
   private readonly admission: CallAdmission;
   private readonly screening: DesktopScreening;
+  // Held calls whose caller is waiting here: their span is the caller's.
+  private readonly awaitedCalls = new Set<string>();
 
   constructor(private readonly deps: ToolPipelineDeps) {
     this.clock = deps.clock ?? systemClock;
@@ -119,11 +121,33 @@ export class ToolPipeline {
 
   /** Runs a call a human approved (exactly once: the approval service claims it first). */
   async runApproved(call: ToolCall, decision: PolicyDecision): Promise<ToolCallOutcome> {
+    const tracer = this.deps.tracer;
+    // A caller still waiting on this call records its span (covering the wait); one that stopped waiting gets this one.
+    if (!tracer || this.awaitedCalls.has(call.id)) return this.runApprovedCall(call, decision);
+    const marks: CallMarks = { receivedMs: this.clock.now().getTime() };
+    const span = async (outcome?: ToolCallOutcome, failure?: AirlockError) => {
+      const approvals = await this.deps.approvals.list({ sessionId: call.sessionId }).catch(() => []);
+      const approval = approvals.find((candidate) => candidate.call.id === call.id);
+      if (approval) marks.approval = approval;
+      tracer.record(toolCallSpan(call.sessionId, call.tool, marks, this.clock.now().getTime(), outcome, failure));
+    };
+    try {
+      const outcome = await this.runApprovedCall(call, decision, marks);
+      await span(outcome);
+      return outcome;
+    } catch (error) {
+      await span(undefined, toAirlockError(error));
+      throw error;
+    }
+  }
+
+  private async runApprovedCall(call: ToolCall, decision: PolicyDecision, marks?: CallMarks): Promise<ToolCallOutcome> {
     const receivedAt = this.clock.now();
     const session = await this.deps.sessions.getOwned(call.sessionId);
     const args = validateArguments(call.tool, call.arguments);
     const context = this.prepare(session, call.tool, args);
     const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'approved', decision));
+    if (marks) marks.decidedMs = this.clock.now().getTime();
     if (admission.kind === 'final') return admission.outcome;
     return this.proceed(admission.session, call, admission.decision, context, {}, receivedAt, 'approved');
   }
@@ -164,7 +188,14 @@ export class ToolPipeline {
     const outcome =
       admission.kind === 'final' ? admission.outcome : await this.proceed(admission.session, call, admission.decision, context, options, receivedAt, 'fresh');
     if (marks && outcome.status === 'pending-approval') marks.approvalId = outcome.approvalId;
-    if (outcome.status === 'pending-approval' && options.approvalWaitMs) return this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
+    if (outcome.status === 'pending-approval' && options.approvalWaitMs) {
+      this.awaitedCalls.add(call.id);
+      try {
+        return await this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
+      } finally {
+        this.awaitedCalls.delete(call.id);
+      }
+    }
     return outcome;
   }
 

@@ -86,6 +86,8 @@ describe('tracing of tool calls', () => {
     await fx.approvals.decide(approval.id, 'approve', 'alice', null);
     const outcome = await waiting;
     assert.equal(outcome.status, 'completed');
+    await fx.approvals.drain();
+    assert.equal(spans.length, 1, 'one span for a call its caller waited on');
     const guard = guardrailOf(spans[0]?.span);
     assert.equal(guard.attributes['gen_ai.security.decision.type'], 'allow');
     assert.equal(guard.attributes['airlock.policy.decision'], 'ask');
@@ -99,6 +101,18 @@ describe('tracing of tool calls', () => {
     const heldGuard = guardrailOf(spans.at(-1)?.span);
     assert.equal(heldGuard.attributes['gen_ai.security.decision.type'], 'ask');
     assert.equal(heldGuard.attributes['airlock.approval.state'], 'pending');
+
+    // Approved after its caller left: the run gets a span of its own, in a trace of its own.
+    await fx.approvals.decide(held.approvalId, 'approve', 'bob', null);
+    await fx.approvals.drain();
+    for (let tries = 0; spans.length < 3 && tries < 500; tries++) await new Promise((resolve) => setTimeout(resolve, 20));
+    const later = spans[2] ?? assert.fail('no span for the call approved later');
+    assert.equal(later.parent, undefined);
+    assert.equal(later.span.attributes['gen_ai.tool.call.id'], held.callId);
+    assert.equal(later.span.attributes['airlock.call.status'], 'completed');
+    const laterGuard = guardrailOf(later.span);
+    assert.equal(laterGuard.attributes['gen_ai.security.decision.type'], 'allow');
+    assert.equal(laterGuard.attributes['airlock.approval.decided_by'], 'bob');
   });
 
   it('ignores malformed trace context and keeps the sampled flag', () => {
