@@ -50,7 +50,7 @@ import type { SessionDisks } from './core/session-disks.js';
 import type { ImageCatalog } from './core/image-catalog.js';
 import type { SessionContract } from './core/session-contract.js';
 import type { ApprovalRecord } from './core/approval.js';
-import { tracerFromEnvironment } from './telemetry/otel-tracer.js';
+import { tracerOf, tracingPlan } from './telemetry/otel-tracer.js';
 import { LifecycleSpans } from './telemetry/lifecycle-spans.js';
 import { checkClusterOptions, checkNodeId, claimNodeId } from './cluster/cluster-options.js';
 import type { NodeMembership } from './cluster/node-membership.js';
@@ -233,6 +233,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const allowedOrigins = [...(options.allowedOrigins ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_ORIGINS'])].map(normalizeAllowedOrigin);
   const allowedHosts = [...(options.allowedHosts ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_HOSTS'])];
   allowedHosts.forEach(parseAllowedHost);
+  // So is a tracing configuration it cannot follow (OTEL_* variables); nothing set: no tracer, no cost.
+  const tracing = tracingPlan(process.env, options.otlpEndpoint ? { endpoint: options.otlpEndpoint } : {});
   // Likewise a bad --objects, AWS environment or unreachable bucket is refused before the data dir is touched.
   const objectsUrl = options.objects ?? process.env['AIRLOCK_OBJECTS_URL'];
   const storeUrl = options.storeUrl ?? process.env['AIRLOCK_STORE_URL'];
@@ -325,8 +327,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   const networks = new SessionEgress({ root: join(layout.root, 'egress'), gateway, ...(egressConfig.subnet ? { subnet: egressConfig.subnet } : {}) });
 
-  // The standard OTEL_* variables (or the older AIRLOCK_OTLP_ENDPOINT) turn tracing on; nothing set: no tracer, no cost.
-  const tracer = tracerFromEnvironment(process.env, options.otlpEndpoint ? { endpoint: options.otlpEndpoint } : {});
+  const tracer = tracing ? tracerOf(tracing) : undefined;
   const core = buildCoreServices({
     store,
     audit,

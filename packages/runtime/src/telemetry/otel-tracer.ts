@@ -100,14 +100,17 @@ export interface TracingEnvironment {
   [name: string]: string | undefined;
 }
 
+/** Where spans go, as the environment asks: checked before the server starts anything, built once it runs. */
+export type TracingPlan = { exporter: 'otlp'; url?: string } | { exporter: 'console' };
+
 /**
- * The tracer the environment configures, or undefined when tracing is off:
+ * What the environment asks of tracing, or undefined when it is off:
  * `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn it off; an
  * endpoint (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_ENDPOINT`,
  * `AIRLOCK_OTLP_ENDPOINT` or `endpoint`) or `OTEL_TRACES_EXPORTER=otlp|console`
- * turns it on.
+ * turns it on. Throws INVALID_ARGUMENTS naming the variable for what it cannot do.
  */
-export function tracerFromEnvironment(env: TracingEnvironment, options: { endpoint?: string; serviceVersion?: string } = {}): OtelTracer | undefined {
+export function tracingPlan(env: TracingEnvironment, options: { endpoint?: string } = {}): TracingPlan | undefined {
   if ((env['OTEL_SDK_DISABLED'] ?? '').trim().toLowerCase() === 'true') return undefined;
   const exporters = (env['OTEL_TRACES_EXPORTER'] ?? '')
     .split(',')
@@ -123,21 +126,30 @@ export function tracerFromEnvironment(env: TracingEnvironment, options: { endpoi
   const standard = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'];
   // An endpoint given in code wins; the older variable yields to the standard ones.
   const url = options.endpoint || (standard ? undefined : env['AIRLOCK_OTLP_ENDPOINT']) || undefined;
-  const protocol = env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ?? env['OTEL_EXPORTER_OTLP_PROTOCOL'];
-  if (protocol && protocol !== 'http/json') {
-    throw new AirlockError(
-      'INVALID_ARGUMENTS',
-      `OTLP protocol ${protocol} is not supported for traces; set OTEL_EXPORTER_OTLP_PROTOCOL=http/json or leave it unset`,
-      {
-        details: { field: 'OTEL_EXPORTER_OTLP_PROTOCOL' },
-      },
-    );
-  }
   const wanted = exporters.length > 0 ? exporters : url || standard ? ['otlp'] : [];
-  if (wanted.length === 0) return undefined;
-  const exporter = wanted.includes('otlp')
-    ? // Without a URL the SDK's exporter reads the OTEL_EXPORTER_OTLP_* variables itself (endpoint, headers, timeout).
-      new OTLPTraceExporter(url ? { url } : {})
-    : new ConsoleSpanExporter();
+  if (!wanted.includes('otlp')) return wanted.includes('console') ? { exporter: 'console' } : undefined;
+  const protocolVariable = env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = env[protocolVariable];
+  if (protocol && protocol !== 'http/json') {
+    throw new AirlockError('INVALID_ARGUMENTS', `${protocolVariable}=${protocol} is not supported for traces; set it to http/json or leave it unset`, {
+      details: { field: protocolVariable },
+    });
+  }
+  return url ? { exporter: 'otlp', url } : { exporter: 'otlp' };
+}
+
+/** The tracer of a plan. */
+export function tracerOf(plan: TracingPlan, options: { serviceVersion?: string } = {}): OtelTracer {
+  const exporter =
+    plan.exporter === 'otlp'
+      ? // Without a URL the SDK's exporter reads the OTEL_EXPORTER_OTLP_* variables itself (endpoint, headers, timeout).
+        new OTLPTraceExporter(plan.url ? { url: plan.url } : {})
+      : new ConsoleSpanExporter();
   return new OtelTracer({ exporter, ...(options.serviceVersion ? { serviceVersion: options.serviceVersion } : {}) });
+}
+
+/** The tracer the environment configures (`tracingPlan`), or undefined when tracing is off. */
+export function tracerFromEnvironment(env: TracingEnvironment, options: { endpoint?: string; serviceVersion?: string } = {}): OtelTracer | undefined {
+  const plan = tracingPlan(env, options.endpoint ? { endpoint: options.endpoint } : {});
+  return plan ? tracerOf(plan, options.serviceVersion ? { serviceVersion: options.serviceVersion } : {}) : undefined;
 }

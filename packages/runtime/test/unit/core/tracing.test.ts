@@ -155,6 +155,8 @@ describe('tracing configuration from the environment', () => {
       (error: Error & { code?: string }) => error.code === 'INVALID_ARGUMENTS' && /OTEL_TRACES_EXPORTER/.test(error.message),
     );
     assert.throws(() => tracerFromEnvironment({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_PROTOCOL/);
+    // A protocol set for other programs does not matter while tracing is off.
+    assert.equal(tracerFromEnvironment({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), undefined);
   });
 });
 
