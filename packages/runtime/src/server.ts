@@ -327,7 +327,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   const networks = new SessionEgress({ root: join(layout.root, 'egress'), gateway, ...(egressConfig.subnet ? { subnet: egressConfig.subnet } : {}) });
 
-  const tracer = tracing ? tracerOf(tracing) : undefined;
+  const tracer = tracing ? tracerOf(tracing, { onError: (error) => report('trace export', error) }) : undefined;
   const core = buildCoreServices({
     store,
     audit,

@@ -7,7 +7,7 @@
  * variable, is a full traces URL. With nothing configured there is no tracer
  * at all, so the pipeline pays nothing.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Context, type Tracer as SdkTracer } from '@opentelemetry/api';
+import { DiagLogLevel, ROOT_CONTEXT, SpanKind, diag, SpanStatusCode, TraceFlags, trace, type Context, type Tracer as SdkTracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
@@ -23,6 +23,8 @@ export interface OtelTracerOptions {
   exporter: SpanExporter;
   serviceName?: string;
   serviceVersion?: string;
+  /** told when spans cannot be exported (a collector down or refusing): the SDK's own errors */
+  onError?: (error: unknown) => void;
 }
 
 /** Tracer that hands spans to the OpenTelemetry SDK. */
@@ -30,6 +32,7 @@ export class OtelTracer implements Tracer {
   private readonly provider: BasicTracerProvider;
   private readonly tracer: SdkTracer;
   private readonly global: boolean;
+  private readonly diagnosing: boolean;
 
   constructor(options: OtelTracerOptions) {
     const base = resourceFromAttributes({
@@ -42,6 +45,21 @@ export class OtelTracer implements Tracer {
     this.tracer = this.provider.getTracer(TRACER_NAME, options.serviceVersion);
     // Global for the MCP server's `tools/call` spans (packages/mcp uses the API alone); the first tracer of a process wins.
     this.global = trace.setGlobalTracerProvider(this.provider);
+    const onError = options.onError;
+    // The SDK reports failed exports to its diagnostic logger; without one they would pass unseen.
+    this.diagnosing =
+      onError !== undefined &&
+      diag.setLogger(
+        {
+          error: (message: string, ...args: unknown[]) =>
+            onError(new Error([message, ...args.map((arg) => (arg instanceof Error ? arg.message : String(arg)))].join(' '))),
+          warn: () => undefined,
+          info: () => undefined,
+          debug: () => undefined,
+          verbose: () => undefined,
+        },
+        { logLevel: DiagLogLevel.ERROR, suppressOverrideMessage: true },
+      );
   }
 
   record(span: SpanRecord, parent?: TraceContext): void {
@@ -54,7 +72,7 @@ export class OtelTracer implements Tracer {
 
   /** Exports what is queued. */
   async flush(): Promise<void> {
-    await this.provider.forceFlush();
+    await this.provider.forceFlush().catch(() => undefined);
   }
 
   /** Exports what is queued and stops; a collector that does not answer holds the server's stop for at most `boundMs`. */
@@ -66,6 +84,7 @@ export class OtelTracer implements Tracer {
     } finally {
       clearTimeout(timer);
       if (this.global) trace.disable();
+      if (this.diagnosing) diag.disable();
     }
   }
 
@@ -139,13 +158,17 @@ export function tracingPlan(env: TracingEnvironment, options: { endpoint?: strin
 }
 
 /** The tracer of a plan. */
-export function tracerOf(plan: TracingPlan, options: { serviceVersion?: string } = {}): OtelTracer {
+export function tracerOf(plan: TracingPlan, options: { serviceVersion?: string; onError?: (error: unknown) => void } = {}): OtelTracer {
   const exporter =
     plan.exporter === 'otlp'
       ? // Without a URL the SDK's exporter reads the OTEL_EXPORTER_OTLP_* variables itself (endpoint, headers, timeout).
         new OTLPTraceExporter(plan.url ? { url: plan.url } : {})
       : new ConsoleSpanExporter();
-  return new OtelTracer({ exporter, ...(options.serviceVersion ? { serviceVersion: options.serviceVersion } : {}) });
+  return new OtelTracer({
+    exporter,
+    ...(options.serviceVersion ? { serviceVersion: options.serviceVersion } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
+  });
 }
 
 /** The tracer the environment configures (`tracingPlan`), or undefined when tracing is off. */

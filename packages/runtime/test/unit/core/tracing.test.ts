@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { coreFixture, type CoreFixture } from '../../support/core-fixture.js';
 import { ToolPipeline } from '../../../src/core/tool-pipeline.js';
 import { parseTraceparent, type SpanRecord, type TraceContext } from '../../../src/core/tracer.js';
-import { tracerFromEnvironment } from '../../../src/telemetry/otel-tracer.js';
+import { tracerFromEnvironment, tracerOf } from '../../../src/telemetry/otel-tracer.js';
 import { LifecycleSpans } from '../../../src/telemetry/lifecycle-spans.js';
 
 describe('tracing of tool calls', () => {
@@ -216,5 +216,31 @@ describe('a collector that never answers', () => {
     // Answered at last, so that the exporter neither retries nor keeps the process alive.
     for (const socket of sockets) socket.end('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}');
     silent.close();
+  });
+});
+
+describe('a collector that refuses spans', () => {
+  it('is reported through onError, not thrown at a call', async () => {
+    const { createServer } = await import('node:http');
+    const refusing = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => response.writeHead(400, { 'content-type': 'application/json' }).end('{"message":"no"}'));
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    const address = refusing.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const errors: unknown[] = [];
+    // The batch goes out on its schedule (shortened here), as in a running server.
+    const delay = process.env['OTEL_BSP_SCHEDULE_DELAY'];
+    process.env['OTEL_BSP_SCHEDULE_DELAY'] = '20';
+    const tracer = tracerOf({ exporter: 'otlp', url: `http://127.0.0.1:${port}/v1/traces` }, { onError: (error) => errors.push(error) });
+    if (delay === undefined) delete process.env['OTEL_BSP_SCHEDULE_DELAY'];
+    else process.env['OTEL_BSP_SCHEDULE_DELAY'] = delay;
+    tracer.record({ name: 'execute_tool exec', kind: 'internal', startTimeMs: Date.now() - 5, endTimeMs: Date.now(), attributes: {}, status: 'ok' });
+    for (let tries = 0; errors.length === 0 && tries < 500; tries++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await tracer.shutdown();
+    refusing.closeAllConnections();
+    await new Promise<void>((resolve) => refusing.close(() => resolve()));
+    assert.ok(errors.length > 0, 'the failed export was reported');
   });
 });
