@@ -33,6 +33,7 @@ import { WorkspaceResources, type ListingLimits, type SettleHeldRead } from './w
 import { ResourceSubscriptions } from './resource-subscriptions.js';
 import { protocolError } from './protocol-error.js';
 import type { SessionCalls } from './session-calls.js';
+import { startToolCallSpan } from './tool-call-tracing.js';
 
 /** Version reported to MCP clients. */
 export const AIRLOCK_MCP_VERSION = '0.1.0';
@@ -142,16 +143,22 @@ export class AirlockMcpServer {
       progressToken === undefined || checked.tool !== 'bash'
         ? undefined
         : new OutputProgress({ send: (update) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken, ...update } }) });
+    // The server span of this call, in the trace the client sent in params._meta (OpenTelemetry's MCP conventions).
+    const traced = startToolCallSpan({ tool: checked.tool, meta: extra._meta, requestId: extra.requestId, sessionId: extra.sessionId });
+    let result: CallToolResult | undefined;
     try {
-      return await handleTool(checked.tool, checked.input, {
-        calls: this.options.calls,
+      result = await handleTool(checked.tool, checked.input, {
+        calls: this.options.calls.withTraceparent(traced.traceparent),
         signal: controller.signal,
         ...(progress ? { onOutput: (bytes: Uint8Array) => progress.push(bytes) } : {}),
         settle: this.settler(extra.requestId, controller.signal),
       });
+      return result;
     } catch (error) {
-      return failureResult(error, controller.signal.aborted);
+      result = failureResult(error, controller.signal.aborted);
+      return result;
     } finally {
+      traced.end(result);
       // Before the result goes out: no progress may follow it.
       await progress?.finish();
       extra.signal.removeEventListener('abort', abort);
@@ -200,7 +207,8 @@ export class AirlockMcpServer {
 /** The `uri` param of a resources request; -32602 when it is missing. */
 function uriParam(params: unknown): string {
   const uri = (params as { uri?: unknown } | undefined)?.uri;
-  if (typeof uri !== 'string') throw protocolError(ErrorCode.InvalidParams, 'this request needs params.uri, a resource URI such as airlock://workspace/notes.txt', { field: 'uri' });
+  if (typeof uri !== 'string')
+    throw protocolError(ErrorCode.InvalidParams, 'this request needs params.uri, a resource URI such as airlock://workspace/notes.txt', { field: 'uri' });
   return uri;
 }
 

@@ -24,7 +24,15 @@ export class SessionCalls {
     private readonly connection: Connection,
     /** the session the calls run on */
     readonly sessionId: string,
+    /** a W3C `traceparent` the calls carry, so their spans join the caller's trace */
+    private readonly traceparent?: string,
   ) {}
+
+  /** These calls, carrying `traceparent` (the MCP request's `params._meta.traceparent`); a malformed value is ignored. */
+  withTraceparent(traceparent: unknown): SessionCalls {
+    if (typeof traceparent !== 'string' || !/^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/.test(traceparent)) return this;
+    return new SessionCalls(this.connection, this.sessionId, traceparent);
+  }
 
   /**
    * Submits a call without waiting for a human; refusals come back as values,
@@ -32,7 +40,7 @@ export class SessionCalls {
    * it while it runs.
    */
   async submit(tool: string, args: Record<string, unknown>, signal?: AbortSignal, onOutput?: (bytes: Uint8Array) => void): Promise<CallOutcome> {
-    const init = signal ? { signal } : {};
+    const init = { ...(signal ? { signal } : {}), ...(this.traceparent ? { headers: { traceparent: this.traceparent } } : {}) };
     try {
       if (tool === 'exec' && onOutput) {
         const response = await this.connection.send('POST', `/v1/sessions/${encodeURIComponent(this.sessionId)}/exec`, { ...args, stream: true }, init);
@@ -57,7 +65,10 @@ export class SessionCalls {
     // The desktop tools fail on a session without a display: not worth offering there.
     if (allowed.has('desktop.act') || allowed.has('desktop.screenshot')) {
       const path = `/v1/sessions/${encodeURIComponent(this.sessionId)}/desktop`;
-      const desktop = await this.connection.json<{ available?: boolean }>('GET', path, undefined, signal ? { signal } : {}).then((answer) => answer.body, () => ({ available: false }));
+      const desktop = await this.connection.json<{ available?: boolean }>('GET', path, undefined, signal ? { signal } : {}).then(
+        (answer) => answer.body,
+        () => ({ available: false }),
+      );
       if (desktop.available !== true) for (const tool of ['desktop.act', 'desktop.screenshot']) allowed.delete(tool);
     }
     return allowed;
@@ -70,7 +81,12 @@ export class SessionCalls {
     const approval = (await this.connection.json<ApprovalInfo>('GET', `/v1/approvals/${encodeURIComponent(id)}${wait}`, undefined, init)).body;
     // This endpoint speaks for one session: another session's call, or its output, is none of its business.
     if (approval.sessionId !== this.sessionId) {
-      throw new AirlockApiError('APPROVAL_NOT_FOUND', `approval ${id} does not exist in session ${this.sessionId}; use an approval id this session's own calls returned`, 404, { approvalId: id });
+      throw new AirlockApiError(
+        'APPROVAL_NOT_FOUND',
+        `approval ${id} does not exist in session ${this.sessionId}; use an approval id this session's own calls returned`,
+        404,
+        { approvalId: id },
+      );
     }
     return approval;
   }
@@ -96,10 +112,20 @@ export class SessionCalls {
       const left = (deadline - Date.now()) / 1000;
       const approval = await this.approval(id, { waitSeconds: Math.max(0, Math.min(30, left)), ...(signal ? { signal } : {}) });
       if (approval.state === 'denied') {
-        return { status: 'refused', code: 'APPROVAL_DENIED', message: `a human denied this call${approval.decisionReason ? `: ${approval.decisionReason}` : ''}`, decision: { policyIds: approval.policyIds, reason: approval.reason } };
+        return {
+          status: 'refused',
+          code: 'APPROVAL_DENIED',
+          message: `a human denied this call${approval.decisionReason ? `: ${approval.decisionReason}` : ''}`,
+          decision: { policyIds: approval.policyIds, reason: approval.reason },
+        };
       }
       if (approval.state === 'expired') {
-        return { status: 'refused', code: 'APPROVAL_EXPIRED', message: 'nobody approved this call in time; submit it again', decision: { policyIds: approval.policyIds, reason: approval.reason } };
+        return {
+          status: 'refused',
+          code: 'APPROVAL_EXPIRED',
+          message: 'nobody approved this call in time; submit it again',
+          decision: { policyIds: approval.policyIds, reason: approval.reason },
+        };
       }
       if (approval.state === 'executed' && approval.outcome) return fromOutcome(approval.outcome);
       if (Date.now() >= deadline) {
@@ -124,7 +150,12 @@ async function readExecStream(response: Response, onOutput: (bytes: Uint8Array) 
   let outcome: ToolCallOutcome | undefined;
   const take = (line: string) => {
     if (!line.trim()) return;
-    const event = JSON.parse(line) as { type: string; data?: string; outcome?: ToolCallOutcome; error?: { code: string; message: string; details?: Record<string, unknown> } };
+    const event = JSON.parse(line) as {
+      type: string;
+      data?: string;
+      outcome?: ToolCallOutcome;
+      error?: { code: string; message: string; details?: Record<string, unknown> };
+    };
     if ((event.type === 'stdout' || event.type === 'stderr') && event.data !== undefined) onOutput(Buffer.from(event.data, 'base64'));
     else if (event.type === 'outcome') outcome = event.outcome;
     else if (event.type === 'error' && event.error) throw new AirlockApiError(event.error.code, event.error.message, 500, event.error.details ?? {});

@@ -51,7 +51,8 @@ import type { SessionDisks } from './core/session-disks.js';
 import type { ImageCatalog } from './core/image-catalog.js';
 import type { SessionContract } from './core/session-contract.js';
 import type { ApprovalRecord } from './core/approval.js';
-import { OtlpExporter } from './telemetry/otlp-exporter.js';
+import { tracerOf, tracingPlan } from './telemetry/otel-tracer.js';
+import { LifecycleSpans } from './telemetry/lifecycle-spans.js';
 import { checkClusterOptions, checkNodeId, claimNodeId } from './cluster/cluster-options.js';
 import type { NodeMembership } from './cluster/node-membership.js';
 import { hostMembership } from './cluster/host-membership.js';
@@ -100,7 +101,7 @@ export interface ServeOptions {
   /** a postgres:// URL; default $AIRLOCK_STORE_URL, else SQLite in the data dir */
   storeUrl?: string;
   logger?: boolean;
-  /** OTLP/HTTP traces endpoint (default AIRLOCK_OTLP_ENDPOINT; none: no tracing) */
+  /** OTLP/HTTP traces URL (default: the OTEL_* variables, else AIRLOCK_OTLP_ENDPOINT; none: no tracing) */
   otlpEndpoint?: string;
   /** replaceable for tests: the only driver, instead of gvisor (default) and microvm */
   driver?: SandboxDriver;
@@ -241,6 +242,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const allowedOrigins = [...(options.allowedOrigins ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_ORIGINS'])].map(normalizeAllowedOrigin);
   const allowedHosts = [...(options.allowedHosts ?? []), ...listFromEnvironment(process.env['AIRLOCK_ALLOWED_HOSTS'])];
   allowedHosts.forEach(parseAllowedHost);
+  // So is a tracing configuration it cannot follow (OTEL_* variables); nothing set: no tracer, no cost.
+  const tracing = tracingPlan(process.env, options.otlpEndpoint ? { endpoint: options.otlpEndpoint } : {});
   // Likewise a bad --objects, AWS environment or unreachable bucket is refused before the data dir is touched.
   const objectsUrl = options.objects ?? process.env['AIRLOCK_OBJECTS_URL'];
   const storeUrl = options.storeUrl ?? process.env['AIRLOCK_STORE_URL'];
@@ -381,8 +384,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   const networks = new SessionEgress({ root: join(layout.root, 'egress'), gateway, ...(egressConfig.subnet ? { subnet: egressConfig.subnet } : {}) });
 
-  const otlpEndpoint = options.otlpEndpoint ?? process.env['AIRLOCK_OTLP_ENDPOINT'];
-  const tracer = otlpEndpoint ? new OtlpExporter(otlpEndpoint) : undefined;
+  const tracer = tracing ? tracerOf(tracing, { onError: (error) => report('trace export', error) }) : undefined;
   const core = buildCoreServices({
     store,
     audit,
@@ -426,6 +428,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   );
   const unlog = activity.subscribe((event) => logActivity(log, event));
   const unmeter = activity.subscribe((event) => (event.kind === 'audit' ? metrics.recordAudit(event.record) : metrics.recordApproval(event.approval)));
+  const lifecycleSpans = tracer ? new LifecycleSpans(tracer) : undefined;
+  const untrace = lifecycleSpans ? activity.subscribe((event) => event.kind === 'audit' && lifecycleSpans.recordAudit(event.record)) : () => undefined;
   // Sessions from before owners existed: an embedded store only ever had this data dir's.
   if (store.kind === 'sqlite') await core.records.claimUnowned();
   const reconciled = await reconcileSessions({ store, audit, records: core.records, disposal: core.disposal, drivers, specs: core.specs, disks, artifacts });
@@ -572,6 +576,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await http.close();
       await metricsListener?.close();
       unmeter();
+      untrace();
       unlog();
       // Warm machines belong to no session: nothing would adopt them at the next start.
       await core.pool.close();
@@ -581,7 +586,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       await outbox.close();
       await core.approvals.close();
       await core.usage.drain();
-      await tracer?.flush();
+      await tracer?.shutdown();
       // Sandboxes keep running, with no way out until the next start reopens their gateways (fail closed).
       await gateway.closeAll();
       await objects?.close();

@@ -28,7 +28,7 @@ import type { ApprovalService } from './approval-service.js';
 import { newId } from './ids.js';
 import { systemClock, type Clock } from './clock.js';
 import type { TraceContext, Tracer } from './tracer.js';
-import { toolCallSpan } from './tool-call-span.js';
+import { toolCallSpan, type CallMarks } from './tool-call-span.js';
 import { appendCallRecord, auditContext, auditedWrite, auditResult, decisionEvent, errorValue } from './tool-call-audit.js';
 import { DesktopScreening, unseenDesktopContext } from './desktop-screening.js';
 import type { TerminalTakeovers } from './terminal-takeovers.js';
@@ -78,6 +78,8 @@ export class ToolPipeline {
 
   private readonly admission: CallAdmission;
   private readonly screening: DesktopScreening;
+  // Held calls whose caller is waiting here: their span is the caller's.
+  private readonly awaitedCalls = new Set<string>();
 
   constructor(private readonly deps: ToolPipelineDeps) {
     this.clock = deps.clock ?? systemClock;
@@ -104,30 +106,55 @@ export class ToolPipeline {
   async submit(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions = {}): Promise<ToolCallOutcome> {
     const tracer = this.deps.tracer;
     if (!tracer) return this.run(sessionId, tool, rawArguments, options);
-    const started = Date.now();
+    const marks: CallMarks = { receivedMs: this.clock.now().getTime() };
     try {
-      const outcome = await this.run(sessionId, tool, rawArguments, options);
-      tracer.record(toolCallSpan(sessionId, tool, options.trace, started, outcome));
+      const outcome = await this.run(sessionId, tool, rawArguments, options, marks);
+      const approval = marks.approvalId ? await this.deps.approvals.get(marks.approvalId).catch(() => undefined) : undefined;
+      if (approval) marks.approval = approval;
+      tracer.record(toolCallSpan(sessionId, tool, marks, this.clock.now().getTime(), outcome), options.trace);
       return outcome;
     } catch (error) {
-      tracer.record(toolCallSpan(sessionId, tool, options.trace, started, undefined, toAirlockError(error)));
+      tracer.record(toolCallSpan(sessionId, tool, marks, this.clock.now().getTime(), undefined, toAirlockError(error)), options.trace);
       throw error;
     }
   }
 
   /** Runs a call a human approved (exactly once: the approval service claims it first). */
   async runApproved(call: ToolCall, decision: PolicyDecision): Promise<ToolCallOutcome> {
+    const tracer = this.deps.tracer;
+    // A caller still waiting on this call records its span (covering the wait); one that stopped waiting gets this one.
+    if (!tracer || this.awaitedCalls.has(call.id)) return this.runApprovedCall(call, decision);
+    const marks: CallMarks = { receivedMs: this.clock.now().getTime() };
+    const span = async (outcome?: ToolCallOutcome, failure?: AirlockError) => {
+      const approvals = await this.deps.approvals.list({ sessionId: call.sessionId }).catch(() => []);
+      const approval = approvals.find((candidate) => candidate.call.id === call.id);
+      if (approval) marks.approval = approval;
+      tracer.record(toolCallSpan(call.sessionId, call.tool, marks, this.clock.now().getTime(), outcome, failure));
+    };
+    try {
+      const outcome = await this.runApprovedCall(call, decision, marks);
+      await span(outcome);
+      return outcome;
+    } catch (error) {
+      await span(undefined, toAirlockError(error));
+      throw error;
+    }
+  }
+
+  private async runApprovedCall(call: ToolCall, decision: PolicyDecision, marks?: CallMarks): Promise<ToolCallOutcome> {
     const receivedAt = this.clock.now();
     const session = await this.deps.sessions.getOwned(call.sessionId);
     const args = validateArguments(call.tool, call.arguments);
     const context = this.prepare(session, call.tool, args);
     const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'approved', decision));
+    if (marks) marks.decidedMs = this.clock.now().getTime();
     if (admission.kind === 'final') return admission.outcome;
     return this.proceed(admission.session, call, admission.decision, context, {}, receivedAt, 'approved');
   }
 
-  private async run(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions): Promise<ToolCallOutcome> {
+  private async run(sessionId: string, tool: string, rawArguments: unknown, options: CallOptions, marks?: CallMarks): Promise<ToolCallOutcome> {
     const receivedAt = this.clock.now();
+    if (marks) marks.receivedMs = receivedAt.getTime();
     if (!(TOOL_NAMES as readonly string[]).includes(tool)) {
       throw new AirlockError('INVALID_ARGUMENTS', `unknown tool ${JSON.stringify(tool)}; tools are ${TOOL_NAMES.join(', ')}`, {
         details: { field: 'tool' },
@@ -157,9 +184,18 @@ export class ToolPipeline {
     call.arguments = args as Record<string, unknown>;
     const context = this.prepare(session, toolName, args);
     const admission = await this.write((tx) => this.admission.admit(tx, session, call, context, 'fresh'));
+    if (marks) marks.decidedMs = this.clock.now().getTime();
     const outcome =
       admission.kind === 'final' ? admission.outcome : await this.proceed(admission.session, call, admission.decision, context, options, receivedAt, 'fresh');
-    if (outcome.status === 'pending-approval' && options.approvalWaitMs) return this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
+    if (marks && outcome.status === 'pending-approval') marks.approvalId = outcome.approvalId;
+    if (outcome.status === 'pending-approval' && options.approvalWaitMs) {
+      this.awaitedCalls.add(call.id);
+      try {
+        return await this.deps.approvals.waitForOutcome(outcome.approvalId, options.approvalWaitMs);
+      } finally {
+        this.awaitedCalls.delete(call.id);
+      }
+    }
     return outcome;
   }
 

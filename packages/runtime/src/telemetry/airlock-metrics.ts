@@ -41,7 +41,7 @@ interface TimedOperation {
 }
 
 /** Record types that start an operation, by the operation they start. */
-const OPERATION_STARTS: Readonly<Record<string, string>> = {
+export const OPERATION_STARTS: Readonly<Record<string, string>> = {
   'session.created': 'create',
   'session.resume-started': 'resume',
   'session.suspend-started': 'suspend',
@@ -51,7 +51,7 @@ const OPERATION_STARTS: Readonly<Record<string, string>> = {
 };
 
 /** Record types that end an operation, with the operation and its outcome. */
-const OPERATION_ENDS: Readonly<Record<string, TimedOperation>> = {
+export const OPERATION_ENDS: Readonly<Record<string, TimedOperation>> = {
   'session.started': { operation: 'create', outcome: 'ok' },
   'session.resumed': { operation: 'resume', outcome: 'ok' },
   'session.resume-failed': { operation: 'resume', outcome: 'failed' },
