@@ -411,7 +411,9 @@ describe('cross-session isolation on gVisor: session A cannot read, write, signa
     assert.ok(existsSync(reportPath), 'the killer in A wrote its report');
     const report = JSON.parse(readFileSync(reportPath, 'utf8')) as { seen: number[]; killed: Record<string, string>; minusOne: string; left: number[] };
     assert.equal(report.killed[String(victimPid)], 'delivered', `control: the kill reached A's own processes (${JSON.stringify(report)})`);
-    assert.equal(report.minusOne, 'delivered');
+    // kill(-1) reaches whatever of A is left after the kills above: when they already ended every other
+    // process (gVisor reaps SIGKILLed ones at once), there is none left and it answers ESRCH.
+    assert.ok(['delivered', 'ESRCH'].includes(report.minusOne), `kill(-1) in A: ${report.minusOne}`);
     await new Promise((r) => setTimeout(r, 1000));
     await assertBIntact();
     const again = await fetch(exposedUrl, { headers: { authorization: `Bearer ${installation.token}` }, signal: AbortSignal.timeout(10_000) });
